@@ -1,0 +1,140 @@
+"""Storage precisions: exact bits per weight, scale overhead included, and what each computes in.
+
+One table, ``PRECISIONS``, gives every format gpusizer knows. Bits become bytes only through it
+(``bytes_per_element``), never through ``bits // 8``.
+
+Which tensors a format covers follows the published checkpoints (the rule ``covers_embeddings``):
+
+* Hugging Face formats (fp8, int8, int4/AWQ/GPTQ, nvfp4, mxfp4) quantize the linear layers of the
+  decoder blocks only. Embeddings, the LM head, norms, routers, biases and state-space parameters
+  stay in the activation dtype (16-bit): DeepSeek-V3's FP8 checkpoint, gpt-oss's
+  ``modules_to_not_convert`` and AutoAWQ's default all do this.
+* GGUF types (q8_0 ... q2_k) quantize every 2-D tensor, embeddings and output included. The k-quant
+  "mixes" (``_m``) keep some tensors at higher precision; their bits per weight are llama.cpp's
+  published whole-file averages, so they already include that mix and the 1-D tensors.
+
+Deliberate omissions: per-tensor FP8 scales and per-channel INT8 scales add under 0.01 bit per
+weight and are ignored; GPTQ's ``g_idx`` (one int32 per input row) is ignored likewise.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from gpusizer.catalog import Record
+
+__all__ = ["Precision", "PRECISIONS", "precision", "bytes_per_element", "names"]
+
+
+class Precision(Record):
+    """One storage format."""
+
+    name: str
+    bits: float
+    """Bits per stored element, scales and zero-points included. [bit]"""
+    compute: Literal["fp32", "tf32", "fp16", "bf16", "fp8", "int8", "fp4"]
+    """Precision the matrix multiplies run in on hardware that supports it natively."""
+    weight_only: bool
+    """True when activations stay 16-bit and weights are dequantized before the multiply."""
+    covers_embeddings: bool = False
+    """True when the format also stores embeddings and the LM head (GGUF)."""
+    source: str
+
+
+def _p(name: str, bits: float, compute: str, weight_only: bool, source: str, gguf: bool = False):
+    return Precision(
+        name=name,
+        bits=bits,
+        compute=compute,  # type: ignore[arg-type]
+        weight_only=weight_only,
+        covers_embeddings=gguf,
+        source=source,
+    )
+
+
+_LLAMA_CPP = "ggml-org/llama.cpp:tools/quantize/README.md (bits per weight, Llama 2 7B table)"
+_GGML = "ggml-org/llama.cpp:ggml/src/ggml-common.h (block layout)"
+
+#: Every precision gpusizer knows, keyed by lower-case name.
+PRECISIONS: dict[str, Precision] = {
+    p.name: p
+    for p in (
+        _p("fp32", 32, "fp32", False, "IEEE 754 binary32"),
+        _p("bf16", 16, "bf16", False, "bfloat16"),
+        _p("fp16", 16, "fp16", False, "IEEE 754 binary16"),
+        # E4M3 + one FP32 scale per 128x128 block: 8 + 32/16384 bits (DeepSeek-V3 quantization_config)
+        _p("fp8", 8 + 32 / 16384, "fp8", False, "deepseek-ai/DeepSeek-V3 config.json weight_block_size [128, 128]"),
+        _p("int8", 8, "int8", False, "W8A8 with per-channel scales (compressed-tensors); scales neglected"),
+        # 4-bit values + FP16 scale + packed 4-bit zero per group of 128: 4 + (16 + 4)/128
+        _p("int4", 4 + 20 / 128, "bf16", True, "AutoAWQ / GPTQ group size 128 (qweight, scales fp16, qzeros int4)"),
+        # E2M1 + one E4M3 scale per 16 elements: 4 + 8/16 (per-tensor FP32 scale neglected)
+        _p("nvfp4", 4 + 8 / 16, "fp4", False, "NVIDIA NVFP4: E2M1 with FP8 E4M3 scale per 16 elements"),
+        # E2M1 + one E8M0 scale per 32 elements: 4 + 8/32
+        _p("mxfp4", 4 + 8 / 32, "fp4", False, "OCP Microscaling spec v1.0: MXFP4 block of 32, E8M0 scale"),
+        _p("q8_0", 34 * 8 / 32, "bf16", True, _GGML + ": block_q8_0 = 32 int8 + fp16 scale (34 B)", True),
+        _p("q6_k", 6.56, "bf16", True, _LLAMA_CPP, True),
+        _p("q5_k_m", 5.68, "bf16", True, _LLAMA_CPP, True),
+        _p("q4_k_m", 4.84, "bf16", True, _LLAMA_CPP, True),
+        _p("q4_0", 18 * 8 / 32, "bf16", True, _GGML + ": block_q4_0 = 32 x 4 bit + fp16 scale (18 B)", True),
+        _p("q3_k_m", 3.91, "bf16", True, _LLAMA_CPP, True),
+        _p("q2_k", 3.35, "bf16", True, _LLAMA_CPP, True),
+    )
+}
+
+#: Spellings users and configs write for the same format.
+ALIASES: dict[str, str] = {
+    "float32": "fp32",
+    "f32": "fp32",
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "f16": "fp16",
+    "half": "fp16",
+    "e4m3": "fp8",
+    "fp8_e4m3": "fp8",
+    "w8a8": "int8",
+    "awq": "int4",
+    "gptq": "int4",
+    "w4a16": "int4",
+    "fp4": "nvfp4",
+    "q8": "q8_0",
+    "q6_k_m": "q6_k",
+    "q4_k": "q4_k_m",
+    "q3_k": "q3_k_m",
+}
+
+KvPrecision = Literal["fp32", "bf16", "fp16", "fp8", "int8"]
+
+
+def names() -> tuple[str, ...]:
+    """Names of every known precision."""
+    return tuple(PRECISIONS)
+
+
+def precision(name: str | Precision) -> Precision:
+    """Look up a precision by name or alias, case-insensitively.
+
+    Raises
+    ------
+    ValueError
+        Naming the known precisions when ``name`` is unknown.
+    """
+    if isinstance(name, Precision):
+        return name
+    key = str(name).strip().lower().replace("-", "_")
+    key = ALIASES.get(key, key)
+    if key not in PRECISIONS:
+        raise ValueError(f"unknown precision {name!r}; known: {', '.join(PRECISIONS)}")
+    return PRECISIONS[key]
+
+
+def bytes_per_element(name: str | Precision) -> float:
+    """Bytes one stored element takes, scale overhead included.
+
+    Examples
+    --------
+    >>> bytes_per_element("bf16")
+    2.0
+    >>> bytes_per_element("mxfp4")
+    0.53125
+    """
+    return precision(name).bits / 8
