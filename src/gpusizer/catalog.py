@@ -27,24 +27,24 @@ from gpusizer import units
 
 __all__ = [
     "GPU",
-    "Interconnect",
-    "Model",
-    "MoE",
     "MLA",
+    "Interconnect",
     "LinearAttention",
     "Mamba",
-    "Vision",
+    "MoE",
+    "Model",
     "Published",
     "System",
+    "Vision",
+    "closest",
     "gpu",
     "gpus",
+    "load_gpus",
+    "load_models",
     "model",
     "models",
     "system",
     "systems",
-    "load_gpus",
-    "load_models",
-    "closest",
 ]
 
 

@@ -19,11 +19,22 @@ weight and are ignored; GPTQ's ``g_idx`` (one int32 per input row) is ignored li
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from gpusizer.catalog import Record
 
-__all__ = ["Precision", "PRECISIONS", "precision", "bytes_per_element", "names"]
+if TYPE_CHECKING:
+    from gpusizer.architecture import ParameterCounts
+
+__all__ = [
+    "PRECISIONS",
+    "Precision",
+    "bytes_per_element",
+    "kv_bytes_per_element",
+    "names",
+    "precision",
+    "stored_weight_bytes",
+]
 
 
 class Precision(Record):
@@ -138,3 +149,66 @@ def bytes_per_element(name: str | Precision) -> float:
     0.53125
     """
     return precision(name).bits / 8
+
+
+#: Bytes per cached key/value element. FP8 caches keep one scale per tensor or head, negligible.
+KV_BYTES: dict[str, float] = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "fp8_e5m2": 1.0, "int8": 1.0}
+
+
+def kv_bytes_per_element(name: str) -> float:
+    """Bytes per KV-cache element for a cache dtype (``"fp8"``, ``"bf16"``, ...).
+
+    Raises
+    ------
+    ValueError
+        Naming the known cache dtypes when ``name`` is unknown.
+
+    Examples
+    --------
+    >>> kv_bytes_per_element("fp8")
+    1.0
+    """
+    key = str(name).strip().lower().replace("-", "_")
+    key = {"auto": "bf16", "bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "fp8_e4m3": "fp8"}.get(key, key)
+    if key not in KV_BYTES:
+        raise ValueError(f"unknown kv_cache precision {name!r}; known: {', '.join(KV_BYTES)}")
+    return KV_BYTES[key]
+
+
+def stored_weight_bytes(
+    counts: ParameterCounts,
+    weights: str | Precision,
+    experts: str | Precision | None = None,
+    activation: str | Precision = "bf16",
+    *,
+    include_mtp: bool = False,
+) -> float:
+    r"""Bytes of a model's weights as a checkpoint in ``weights`` stores them.
+
+    Parameters
+    ----------
+    counts : ParameterCounts
+        From ``architecture.parameter_counts``. [param]
+    weights : str
+        Precision of the decoder's linear layers.
+    experts : str, optional
+        Precision of the routed experts when it differs (gpt-oss: ``"mxfp4"``).
+    activation : str, optional
+        Precision of everything a Hugging Face format leaves unquantized (embeddings, LM head,
+        norms, biases, routers, vision tower).
+    include_mtp : bool, optional
+        Count the multi-token-prediction modules (loaded only for speculative decoding).
+
+    Returns
+    -------
+    float
+        :math:`N_{lin} b_w + N_{exp} b_e + (N_{emb} + N_{head} + N_{vec} + N_{vis}) b_a`; GGUF formats
+        store the embedding and head at :math:`b_w` too. [B]
+    """
+    w, a = precision(weights), precision(activation)
+    e = precision(experts) if experts is not None else w
+    table = w if w.covers_embeddings else a
+    linear = counts.linear * w.bits + counts.experts * e.bits
+    rest = (counts.embedding + counts.head) * table.bits + (counts.vector + counts.vision) * a.bits
+    mtp = counts.mtp * w.bits if include_mtp else 0.0
+    return (linear + rest + mtp) / 8

@@ -60,7 +60,7 @@ def registry() -> Any:
     """Return the single pint registry, built on first use, with ``FLOP`` defined."""
     import pint
 
-    ureg = pint.UnitRegistry()
+    ureg: Any = pint.UnitRegistry()
     ureg.define("FLOP = [flop]")
     ureg.define("OP = FLOP")
     return ureg

@@ -1,0 +1,42 @@
+"""Private helpers: argument validation that names the parameter, and scalar-in/scalar-out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def integer_array(value: Any, name: str, *, minimum: int = 0) -> np.ndarray:
+    """``value`` as an int64 array, or ``ValueError`` naming ``name`` if it is not whole and >= minimum."""
+    try:
+        array = np.asarray(value)
+    except Exception as error:  # ragged lists and the like
+        raise ValueError(f"{name} must be a number or an array of numbers: {error}") from None
+    if array.dtype == bool or array.dtype.kind not in "iuf":
+        raise ValueError(f"{name} must be a whole number, got {value!r}")
+    if array.dtype.kind == "f":
+        if not np.all(np.isfinite(array)) or np.any(array != np.round(array)):
+            raise ValueError(f"{name} must be a whole number of tokens, got {value!r}")
+    if np.any(array < minimum):
+        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
+    if np.any(array > 2**50):
+        raise ValueError(f"{name} is implausibly large: {value!r}")
+    return array.astype(np.int64)
+
+
+def positive_array(value: Any, name: str) -> np.ndarray:
+    """``value`` as a float array, or ``ValueError`` naming ``name`` unless every element is > 0."""
+    try:
+        array = np.asarray(value, dtype=float)
+    except Exception:
+        raise ValueError(f"{name} must be a positive number, got {value!r}") from None
+    if not np.all(np.isfinite(array)) or np.any(array <= 0):
+        raise ValueError(f"{name} must be a positive number, got {value!r}")
+    return array
+
+
+def scalar_or_array(value: Any) -> Any:
+    """A Python scalar for a 0-d result, the array otherwise (NumPy 2 shows ``np.int64(5)`` else)."""
+    array = np.asarray(value)
+    return array.item() if array.ndim == 0 else array

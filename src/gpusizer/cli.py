@@ -1,0 +1,214 @@
+"""Command line: argument parsing and output formatting only; every number comes from the library.
+
+``gpusizer fit MODEL GPU`` answers "does it fit, with how much headroom"; ``gpusizer gpus`` and
+``gpusizer models`` list the catalogue. ``--json`` prints a stable machine-readable contract:
+sizes are integers in bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from gpusizer import catalog, engines, precision, units
+from gpusizer.estimate import Estimate, estimate
+
+GB = 1e9
+GiB = 2.0**30
+
+
+def _tokens(text: str) -> int:
+    try:
+        return units.parse_tokens(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _count(text: str) -> int:
+    value = _tokens(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value
+
+
+def _model(name: str) -> catalog.Model:
+    """A catalogue id, or a path to a Hugging Face config.json or a folder holding one."""
+    if Path(name).exists():
+        from gpusizer import hf
+
+        return hf.from_hf_config(name)
+    return catalog.model(name)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpusizer", description="Size LLM inference before renting a GPU.")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    fit = commands.add_parser("fit", help="does MODEL fit on GPU, and with how much headroom")
+    fit.add_argument("model", help="catalogue id (gpusizer models) or a path to a config.json / checkpoint folder")
+    fit.add_argument("gpu", help="catalogue id or alias (gpusizer gpus), or a system id such as hgx-h200-8x")
+    fit.add_argument("--weights", help=f"weight precision: {', '.join(precision.names())} (default: checkpoint)")
+    fit.add_argument("--kv-cache", help="KV-cache dtype: bf16, fp16, fp8, ... (default: model activation dtype)")
+    fit.add_argument("--context", type=_tokens, default=8192, help="tokens per sequence, e.g. 32k (default 8k)")
+    fit.add_argument("--concurrency", type=_count, default=1, help="sequences resident at once (default 1)")
+    fit.add_argument("--gpus", type=_count, default=None, help="GPUs in tensor parallel (default 1 or the system's)")
+    fit.add_argument("--engine", default="vllm", help=f"memory profile: {', '.join(engines.ENGINES)}")
+    fit.add_argument("--json", action="store_true", help="machine-readable output (sizes in bytes)")
+
+    for name, what in (("gpus", "accelerators"), ("models", "models")):
+        listing = commands.add_parser(name, help=f"list the catalogue's {what}")
+        listing.add_argument("--json", action="store_true", help="machine-readable output")
+    return parser
+
+
+def _bytes(value: float) -> int:
+    return round(value)
+
+
+def fit_json(result: Estimate) -> dict[str, Any]:
+    """The ``--json`` contract of ``gpusizer fit``: per GPU, sizes as integers in bytes."""
+    data = result.to_dict()
+    data["memory"] = {key: _bytes(value) for key, value in data["memory"].items()}
+    data["kv_pool_bytes"] = _bytes(data["kv_pool_bytes"])
+    return data
+
+
+def _size(value: float) -> str:
+    return f"{value / GB:9.2f} GB  {value / GiB:8.2f} GiB"
+
+
+def fit_text(result: Estimate, device: catalog.GPU) -> str:
+    """A readable breakdown and a one-line verdict."""
+    m = result.memory
+    weights = result.weights + (f" (experts {result.expert_weights})" if result.expert_weights else "")
+    lines = [
+        f"{result.model} on {result.gpus} x {device.name} ({result.engine}), weights {weights}, "
+        f"KV cache {result.kv_cache}",
+        f"context {result.context:,} tokens x {result.concurrency} sequences, per GPU:",
+        "",
+        f"  weights      {_size(m.weights_bytes)}",
+        f"  KV cache     {_size(m.kv_cache_bytes)}",
+        f"  activations  {_size(m.activation_bytes)}",
+        f"  runtime      {_size(m.runtime_bytes)}",
+        f"  total        {_size(m.total_bytes)}",
+        f"  budget       {_size(m.budget_bytes)}   of {m.capacity_bytes / GB:.2f} GB usable",
+        f"  headroom     {_size(m.headroom_bytes)}",
+        "",
+    ]
+    limits = (
+        f"the KV pool holds {result.kv_pool_tokens:,} tokens: {result.max_concurrency} sequences of "
+        f"{result.context:,} tokens, or {result.concurrency} sequences of up to {result.max_context:,} tokens."
+    )
+    if result.fits:
+        verdict = f"FITS with {m.headroom_bytes / GB:.2f} GB headroom per GPU; {limits}"
+    else:
+        verdict = f"DOES NOT FIT: {-m.headroom_bytes / GB:.2f} GB short per GPU; {limits}"
+    return "\n".join([*lines, verdict])
+
+
+def _gpu_rows() -> list[dict[str, Any]]:
+    return [
+        {
+            "id": g.id,
+            "name": g.name,
+            "memory_bytes": _bytes(g.memory),
+            "memory_bandwidth_bytes_per_second": _bytes(g.memory_bandwidth),
+            "bf16_flops": g.dense.bf16,
+            "fp8_flops": g.dense.fp8,
+            "fp4_flops": g.dense.fp4,
+            "tdp_watts": g.tdp,
+        }
+        for g in catalog.gpus()
+    ]
+
+
+def _model_rows() -> list[dict[str, Any]]:
+    rows = []
+    for m in catalog.models():
+        rows.append(
+            {
+                "id": m.id,
+                "family": m.family,
+                "params_total": m.params_total,
+                "params_active": m.params_active,
+                "layers": m.num_layers,
+                "attention": "/".join(sorted(set(m.layers))) + ("+mla" if m.mla else ""),
+                "weights": m.expert_weights or m.weights,
+                "max_context": m.max_context,
+            }
+        )
+    return rows
+
+
+Column = tuple[str, str, str, float]  # key, header, format, divisor
+
+
+def _table(rows: list[dict[str, Any]], columns: Sequence[Column]) -> str:
+    """Left-aligned text table; ``None`` shows as ``-``."""
+
+    def cell(value: Any, fmt: str, scale: float) -> str:
+        if value is None:
+            return "-"
+        return format(value / scale if scale != 1 else value, fmt)
+
+    cells = [[cell(row[key], fmt, scale) for key, _, fmt, scale in columns] for row in rows]
+    headers = [header for _, header, _, _ in columns]
+    widths = [max(len(h), *(len(c[i]) for c in cells)) for i, h in enumerate(headers)]
+    lines = [headers, *cells]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in lines)
+
+
+GPU_COLUMNS: list[Column] = [
+    ("id", "id", "", 1), ("name", "name", "", 1), ("memory_bytes", "GB", ".0f", GB),
+    ("memory_bandwidth_bytes_per_second", "TB/s", ".2f", 1e12), ("bf16_flops", "bf16 TFLOP/s", ".0f", 1e12),
+    ("fp8_flops", "fp8 TFLOP/s", ".0f", 1e12), ("fp4_flops", "fp4 TFLOP/s", ".0f", 1e12),
+    ("tdp_watts", "TDP W", ".0f", 1),
+]
+MODEL_COLUMNS: list[Column] = [
+    ("id", "id", "", 1), ("family", "family", "", 1), ("params_total", "total B", ".2f", 1e9),
+    ("params_active", "active B", ".2f", 1e9), ("layers", "layers", "d", 1), ("attention", "attention", "", 1),
+    ("weights", "weights", "", 1), ("max_context", "max context", ",", 1),
+]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``gpusizer`` command; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        return _run(args)
+    except (KeyError, ValueError) as error:
+        message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
+        print(f"gpusizer: error: {message}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.command == "fit":
+        record = _model(args.model)
+        result = estimate(
+            record,
+            args.gpu,
+            weights=args.weights,
+            kv_cache=args.kv_cache,
+            context=args.context,
+            concurrency=args.concurrency,
+            gpus=args.gpus,
+            engine=args.engine,
+        )
+        out = json.dumps(fit_json(result), indent=2) if args.json else fit_text(result, catalog.gpu(result.gpu))
+    elif args.command == "gpus":
+        rows = _gpu_rows()
+        out = json.dumps(rows, indent=2) if args.json else _table(rows, GPU_COLUMNS)
+    else:
+        rows = _model_rows()
+        out = json.dumps(rows, indent=2) if args.json else _table(rows, MODEL_COLUMNS)
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,224 @@
+r"""Serving engines as named memory-budget profiles.
+
+Engines differ less in what they store than in how they split GPU memory between weights, their own
+runtime and the KV-cache pool. Each profile is a frozen record; the rule that turns a budget into a
+KV pool is a function chosen from ``KV_POOL_RULES`` by name (no if/elif on engine names).
+
+* ``vllm``: ``gpu_memory_utilization`` (0.9) of the GPU holds everything vLLM owns: weights, the
+  activation peak of a profiling pass, non-torch memory (CUDA context, NCCL, cuBLAS) and CUDA
+  graphs; what is left is the KV pool, in 16-token blocks.
+* ``sglang``: ``mem_fraction_static`` (0.88 here) holds weights and the KV pool; activations and
+  runtime live in the rest.
+* ``trtllm``: the KV pool is ``kv_cache_free_gpu_memory_fraction`` (0.9) of the memory still free
+  after weights, activations and runtime.
+* ``llama.cpp``: no fraction: the KV cache of ``context x parallel slots`` plus a compute buffer
+  must fit in the device memory (on Apple unified memory, Metal's default working-set limit).
+
+Deliberate omissions: engine versions (profiles describe current defaults), prefix caching, and
+CPU offload of weights or KV.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+import numpy as np
+
+from gpusizer._checks import scalar_or_array
+from gpusizer.catalog import Record
+
+__all__ = ["ENGINES", "KV_POOL_RULES", "EngineProfile", "device_capacity", "engine", "kv_pool_bytes"]
+
+GiB = 2.0**30
+
+
+class EngineProfile(Record):
+    """Memory defaults of one serving engine."""
+
+    name: str
+    kv_rule: Literal["share_of_total", "static_share", "share_of_free", "whole"]
+    """How the KV pool follows from the budget; a key of ``KV_POOL_RULES``."""
+    memory_fraction: float
+    """The engine's memory fraction (``gpu_memory_utilization`` and the like). [-]"""
+    block_size: int
+    """Tokens per KV block; a sequence's cache is rounded up to whole blocks. [token]"""
+    runtime_bytes: float
+    """CUDA context and other non-tensor memory on one GPU. [B]"""
+    runtime_bytes_multi_gpu: float
+    """Extra runtime memory per GPU when tensor parallelism is on (NCCL, custom all-reduce). [B]"""
+    cuda_graph_bytes: float
+    """Captured CUDA graphs. [B]"""
+    activation: Literal["vllm", "llama.cpp"]
+    """Which activation-peak formula of ``memory`` applies."""
+    batched_tokens: int
+    """Tokens of the largest forward pass (``max_num_batched_tokens``, llama.cpp ``-ub``). [token]"""
+    max_sequences: int
+    """Sequences sampled in one step (``max_num_seqs``). [-]"""
+    unified_memory_fraction: float = 1.0
+    """Share of unified (CPU-shared) memory the GPU may wire by default. [-]"""
+    source: tuple[str, ...]
+
+
+ENGINES: dict[str, EngineProfile] = {
+    p.name: p
+    for p in (
+        EngineProfile(
+            name="vllm",
+            kv_rule="share_of_total",
+            memory_fraction=0.9,
+            block_size=16,
+            runtime_bytes=1.0 * GiB,
+            runtime_bytes_multi_gpu=1.8 * GiB,
+            cuda_graph_bytes=0.3 * GiB,
+            activation="vllm",
+            batched_tokens=8192,
+            max_sequences=256,
+            source=(
+                "vllm-project/vllm docs: gpu_memory_utilization default 0.9, block_size 16",
+                "vllm-project/vllm PR #10511: H100 non-torch 1.79 GiB TP1, 3.58 GiB TP2; activation 1.26 GiB",
+                "vllm-project/vllm issue #14452: RTX 5090 non-torch 0.33 GiB (default 1.0 GiB is between)",
+                "vllm-project/vllm PR #11349: CUDA graphs 0.17-0.36 GiB typical",
+            ),
+        ),
+        EngineProfile(
+            name="sglang",
+            kv_rule="static_share",
+            memory_fraction=0.88,
+            block_size=1,
+            runtime_bytes=1.0 * GiB,
+            runtime_bytes_multi_gpu=1.8 * GiB,
+            cuda_graph_bytes=0.5 * GiB,
+            activation="vllm",
+            batched_tokens=8192,
+            max_sequences=256,
+            source=(
+                "sgl-project/sglang server_args: mem_fraction_static (about 0.88 on 80 GB GPUs), page_size 1",
+                "sgl-project/sglang issue #8538: CUDA graph memory",
+            ),
+        ),
+        EngineProfile(
+            name="trtllm",
+            kv_rule="share_of_free",
+            memory_fraction=0.9,
+            block_size=32,
+            runtime_bytes=1.0 * GiB,
+            runtime_bytes_multi_gpu=1.8 * GiB,
+            cuda_graph_bytes=0.3 * GiB,
+            activation="vllm",
+            batched_tokens=8192,
+            max_sequences=256,
+            source=("NVIDIA/TensorRT-LLM docs: KvCacheConfig free_gpu_memory_fraction 0.9, tokens_per_block 32",),
+        ),
+        EngineProfile(
+            name="llama.cpp",
+            kv_rule="whole",
+            memory_fraction=1.0,
+            block_size=256,
+            runtime_bytes=0.4 * GiB,
+            runtime_bytes_multi_gpu=0.0,
+            cuda_graph_bytes=0.0,
+            activation="llama.cpp",
+            batched_tokens=512,
+            max_sequences=1,
+            unified_memory_fraction=0.75,
+            source=(
+                "ggml-org/llama.cpp: n_ctx padded to 256; -ub 512 default; KV f16 for n_ctx = context x parallel",
+                "ggml-org/llama.cpp PR #23604: bare CUDA context 107-555 MiB by GPU",
+                "ggml-org/llama.cpp discussions: Metal recommendedMaxWorkingSetSize about 75 % of unified memory",
+            ),
+        ),
+    )
+}
+
+_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "tensorrt-llm": "trtllm", "trt-llm": "trtllm"}
+
+
+def engine(name: str | EngineProfile) -> EngineProfile:
+    """Look up an engine profile by name (``vllm``, ``sglang``, ``trtllm``, ``llama.cpp``).
+
+    Raises
+    ------
+    ValueError
+        Naming the known engines when ``name`` is unknown.
+    """
+    if isinstance(name, EngineProfile):
+        return name
+    key = _ALIASES.get(str(name).lower(), str(name).lower())
+    if key not in ENGINES:
+        raise ValueError(f"unknown engine {name!r}; known: {', '.join(ENGINES)}")
+    return ENGINES[key]
+
+
+def _share_of_total(capacity: Any, weights: Any, overhead: Any, fraction: Any) -> Any:
+    return np.multiply(fraction, capacity) - weights - overhead
+
+
+def _static_share(capacity: Any, weights: Any, overhead: Any, fraction: Any) -> Any:
+    # Weights and KV share the static fraction, overhead lives in the rest; both must hold.
+    rest = np.subtract(np.multiply(1 - np.asarray(fraction), capacity), overhead)
+    return np.multiply(fraction, capacity) - weights + np.minimum(rest, 0)
+
+
+def _share_of_free(capacity: Any, weights: Any, overhead: Any, fraction: Any) -> Any:
+    free = np.subtract(capacity, weights) - overhead
+    return np.where(free > 0, np.multiply(fraction, free), free)
+
+
+def _whole(capacity: Any, weights: Any, overhead: Any, fraction: Any) -> Any:
+    return np.subtract(np.multiply(fraction, capacity), weights) - overhead
+
+
+#: Rules from budget to KV pool: ``rule(capacity, weights, overhead, fraction) -> pool`` [B].
+KV_POOL_RULES: dict[str, Callable[[Any, Any, Any, Any], Any]] = {
+    "share_of_total": _share_of_total,
+    "static_share": _static_share,
+    "share_of_free": _share_of_free,
+    "whole": _whole,
+}
+
+
+def kv_pool_bytes(capacity: Any, weights: Any, overhead: Any, *, rule: str, fraction: Any) -> Any:
+    r"""Bytes an engine leaves for the KV cache on one GPU; negative when the weights do not fit.
+
+    Parameters
+    ----------
+    capacity : array_like
+        GPU memory the driver reports. [B]
+    weights : array_like
+        Weight bytes on this GPU. [B]
+    overhead : array_like
+        Activation peak plus runtime memory on this GPU. [B]
+    rule : str
+        A key of ``KV_POOL_RULES``.
+    fraction : array_like
+        The engine's memory fraction. [-]
+
+    Returns
+    -------
+    numeric
+        ``share_of_total``: :math:`f M - W - O` (vLLM); ``static_share``: :math:`f M - W`, less any
+        overhead that spills out of :math:`(1-f) M` (SGLang); ``share_of_free``:
+        :math:`f (M - W - O)` (TensorRT-LLM); ``whole``: :math:`M - W - O` (llama.cpp). [B]
+
+    Examples
+    --------
+    >>> kv_pool_bytes(80e9, 16e9, 2e9, rule="share_of_total", fraction=0.9)
+    54000000000.0
+    """
+    if rule not in KV_POOL_RULES:
+        raise ValueError(f"unknown kv rule {rule!r}; known: {', '.join(KV_POOL_RULES)}")
+    return scalar_or_array(KV_POOL_RULES[rule](capacity, weights, overhead, fraction))
+
+
+def device_capacity(capacity: Any, unified_memory: bool, profile: EngineProfile) -> Any:
+    """Memory the engine may use on one device: all of a discrete GPU, or the engine's default share
+    of unified memory (Metal wires about 75 % of an Apple SoC's memory for the GPU). [B]
+
+    Examples
+    --------
+    >>> device_capacity(128e9, True, engine("llama.cpp"))
+    96000000000.0
+    """
+    share = profile.unified_memory_fraction if unified_memory else 1.0
+    return scalar_or_array(np.multiply(capacity, share))
