@@ -2,8 +2,9 @@
 
 Each catalogue model carries its publisher's figure and the convention it follows (whether the
 total includes the vision tower or MTP modules, whether "active" counts the embedding and head). An
-exact figure (a table of counts) must be matched within 1 %; a rounded label ("70B") within its
-rounding (half a unit of its last digit, and never tighter than 1 %).
+exact figure (a table of counts) must be matched within 1 %; a label ("70B", "3.3B") within one unit
+of its last digit, because publishers both round (Llama 2 "7B" is 6.74B) and truncate (Phi-4
+"14-billion" is 14.66B, Qwen3-30B-A3B "3.3B activated" is 3.35B), and never tighter than 1 %.
 """
 
 import math
@@ -23,7 +24,7 @@ def tolerance(value: float, exact: bool) -> float:
     digit = 10 ** math.floor(math.log10(value))
     while digit > 1 and round(value / digit) * digit != value:
         digit /= 10
-    return max(0.5 * digit, 0.01 * value)
+    return max(digit, 0.01 * value)
 
 
 def published_total(model) -> int:

@@ -1,16 +1,34 @@
 """gpusizer: size LLM inference on any accelerator before renting it.
 
-``import gpusizer`` reads no file and builds no unit registry: catalogues load on first lookup.
+``import gpusizer`` reads no file, builds no unit registry and defers even numpy and pydantic: the
+public names below are imported on first use (PEP 562), and catalogues load on first lookup.
 
 >>> import gpusizer
 >>> gpusizer.gpu("h200").id
 'h200-sxm'
 """
 
-from gpusizer.catalog import GPU, Model, System, gpu, gpus, model, models, system, systems
-from gpusizer.estimate import Estimate, estimate
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+#: Public name -> module that defines it.
+_EXPORTS = {
+    "GPU": "gpusizer.catalog",
+    "Model": "gpusizer.catalog",
+    "System": "gpusizer.catalog",
+    "gpu": "gpusizer.catalog",
+    "gpus": "gpusizer.catalog",
+    "model": "gpusizer.catalog",
+    "models": "gpusizer.catalog",
+    "system": "gpusizer.catalog",
+    "systems": "gpusizer.catalog",
+    "Estimate": "gpusizer.estimator",
+    "estimate": "gpusizer.estimator",
+}
 
 __all__ = [
     "GPU",
@@ -26,3 +44,19 @@ __all__ = [
     "system",
     "systems",
 ]
+
+if TYPE_CHECKING:
+    from gpusizer.catalog import GPU, Model, System, gpu, gpus, model, models, system, systems
+    from gpusizer.estimator import Estimate, estimate
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'gpusizer' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

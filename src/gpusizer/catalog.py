@@ -51,7 +51,7 @@ __all__ = [
 class Record(BaseModel):
     """Base of every catalogue record: frozen, strict about unknown keys."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 def _quantity(unit: str) -> Any:
@@ -408,6 +408,16 @@ class Model(Record):
             "dense" if i < self.first_dense_layers else pattern[i % len(pattern)]
             for i in range(self.num_layers)
         )
+
+    @classmethod
+    def from_hf_config(cls, source: Any, **kwargs: Any) -> Model:
+        """Build a record from a Hugging Face ``config.json``, a folder holding one, or a parsed mapping.
+
+        See ``gpusizer.hf.from_hf_config``; nothing from the folder is ever executed.
+        """
+        from gpusizer import hf
+
+        return hf.from_hf_config(source, **kwargs)
 
     @property
     def params_total(self) -> int:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusizer import catalog, engines, precision, units
-from gpusizer.estimate import Estimate, estimate
+from gpusizer.estimator import Estimate, estimate
 
 GB = 1e9
 GiB = 2.0**30

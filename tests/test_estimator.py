@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 import gpusizer
 from gpusizer import architecture, precision
-from gpusizer.estimate import estimate
+from gpusizer import estimate
 
 GiB = 2**30
 

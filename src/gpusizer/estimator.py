@@ -90,18 +90,11 @@ def _plain(value: Any) -> Any:
 
 def resolve_target(gpu: str | catalog.GPU | catalog.System, gpus: int | None) -> tuple[catalog.GPU, int]:
     """A GPU record and GPU count from a GPU id, alias or system id (``hgx-h200-8x`` means 8 x H200)."""
+    if isinstance(gpu, str) and gpu.lower() in {s.id for s in catalog.systems()}:
+        gpu = catalog.system(gpu)
     if isinstance(gpu, catalog.System):
-        return catalog.gpu(gpu.gpu), gpus or gpu.gpu_count
-    if isinstance(gpu, str):
-        try:
-            record = catalog.gpu(gpu)
-        except KeyError:
-            if gpu.lower() not in {s.id for s in catalog.systems()}:
-                raise
-            found = catalog.system(gpu)
-            return catalog.gpu(found.gpu), gpus or found.gpu_count
-        return record, gpus or 1
-    return gpu, gpus or 1
+        return catalog.gpu(gpu.gpu), gpu.gpu_count if gpus is None else gpus
+    return catalog.gpu(gpu), 1 if gpus is None else gpus
 
 
 def estimate(
