@@ -1,6 +1,7 @@
 """The command line: readable by default, a stable --json contract, clear errors."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -58,3 +59,21 @@ def test_bad_numbers_are_argument_errors(flag, capsys):
         main(["fit", "llama-3.1-8b", "h100", *flag])
     assert exit_.value.code == 2
     assert flag[0] in capsys.readouterr().err
+
+
+def test_fit_accepts_a_checkpoint_folder(tmp_path, capsys):
+    # the catalogue's reference config of Llama 3.1 8B, as a user's folder
+    source = json.loads((Path(__file__).parent / "data" / "model-configs" / "llama-3.1-8b.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(source["config"]))
+    assert main(["fit", str(tmp_path), "h100", "--json"]) == 0
+    from_folder = json.loads(capsys.readouterr().out)
+    assert main(["fit", "llama-3.1-8b", "h100", "--json"]) == 0
+    from_catalogue = json.loads(capsys.readouterr().out)
+    assert from_folder["memory"] == from_catalogue["memory"]
+
+
+def test_broken_config_is_a_clean_error(tmp_path, capsys):
+    (tmp_path / "config.json").write_text("{not json")
+    assert main(["fit", str(tmp_path), "h100"]) == 2
+    err = capsys.readouterr().err
+    assert "gpusizer: error" in err and "json" in err.lower()
