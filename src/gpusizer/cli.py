@@ -8,6 +8,7 @@ sizes are integers in bytes.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from collections.abc import Sequence
@@ -58,11 +59,20 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--gpus", type=_count, default=None, help="GPUs in tensor parallel (default 1 or the system's)")
     fit.add_argument("--engine", default="vllm", help=f"memory profile: {', '.join(engines.ENGINES)}")
     fit.add_argument("--json", action="store_true", help="machine-readable output (sizes in bytes)")
+    fit.set_defaults(handler=_fit)
 
-    for name, what in (("gpus", "accelerators"), ("models", "models")):
+    for name, what, handler in (("gpus", "accelerators", _gpus), ("models", "models", _models)):
         listing = commands.add_parser(name, help=f"list the catalogue's {what}")
         listing.add_argument("--json", action="store_true", help="machine-readable output")
+        listing.set_defaults(handler=handler)
+    for module in COMMANDS:
+        importlib.import_module(module).register(commands)
     return parser
+
+
+#: Modules that add a subcommand: each has ``register(subparsers)``, which adds its parser and sets
+#: ``handler``, a function of the parsed arguments that returns the text to print.
+COMMANDS: tuple[str, ...] = ()
 
 
 def _bytes(value: float) -> int:
@@ -187,27 +197,33 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    if args.command == "fit":
-        record = _model(args.model)
-        result = estimate(
-            record,
-            args.gpu,
-            weights=args.weights,
-            kv_cache=args.kv_cache,
-            context=args.context,
-            concurrency=args.concurrency,
-            gpus=args.gpus,
-            engine=args.engine,
-        )
-        out = json.dumps(fit_json(result), indent=2) if args.json else fit_text(result, catalog.gpu(result.gpu))
-    elif args.command == "gpus":
-        rows = _gpu_rows()
-        out = json.dumps(rows, indent=2) if args.json else _table(rows, GPU_COLUMNS)
-    else:
-        rows = _model_rows()
-        out = json.dumps(rows, indent=2) if args.json else _table(rows, MODEL_COLUMNS)
-    print(out)
+    print(args.handler(args))
     return 0
+
+
+def _fit(args: argparse.Namespace) -> str:
+    record = _model(args.model)
+    result = estimate(
+        record,
+        args.gpu,
+        weights=args.weights,
+        kv_cache=args.kv_cache,
+        context=args.context,
+        concurrency=args.concurrency,
+        gpus=args.gpus,
+        engine=args.engine,
+    )
+    return json.dumps(fit_json(result), indent=2) if args.json else fit_text(result, catalog.gpu(result.gpu))
+
+
+def _gpus(args: argparse.Namespace) -> str:
+    rows = _gpu_rows()
+    return json.dumps(rows, indent=2) if args.json else _table(rows, GPU_COLUMNS)
+
+
+def _models(args: argparse.Namespace) -> str:
+    rows = _model_rows()
+    return json.dumps(rows, indent=2) if args.json else _table(rows, MODEL_COLUMNS)
 
 
 if __name__ == "__main__":
