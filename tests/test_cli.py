@@ -77,3 +77,16 @@ def test_broken_config_is_a_clean_error(tmp_path, capsys):
     assert main(["fit", str(tmp_path), "h100"]) == 2
     err = capsys.readouterr().err
     assert "gpusizer: error" in err and "json" in err.lower()
+
+
+def test_fit_json_speed_sections(capsys):
+    assert main([*FLAGSHIP, "--prompt", "2k", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    decode, prefill = data["decode"], data["prefill"]
+    assert decode["expected_tokens_per_second"] <= decode["ceiling_tokens_per_second"]
+    low, high = decode["band"]
+    assert low <= decode["expected_tokens_per_second"] <= high
+    assert decode["expected_aggregate_tokens_per_second"] == pytest.approx(16 * decode["expected_tokens_per_second"])
+    assert decode["bound"] in ("memory", "compute")
+    assert prefill["prompt"] == 2048
+    assert prefill["seconds_ceiling"] <= prefill["seconds_expected"] < prefill["ttft_seconds_expected"]

@@ -40,3 +40,16 @@ def scalar_or_array(value: Any) -> Any:
     """A Python scalar for a 0-d result, the array otherwise (NumPy 2 shows ``np.int64(5)`` else)."""
     array = np.asarray(value)
     return array.item() if array.ndim == 0 else array
+
+
+def plain(value: Any) -> Any:
+    """``value`` with arrays turned into lists and numpy scalars into Python ones (for JSON)."""
+    if isinstance(value, dict):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(item) for item in value]
+    if isinstance(value, np.ndarray):
+        return plain(value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    return value

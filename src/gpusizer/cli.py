@@ -56,6 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--kv-cache", help="KV-cache dtype: bf16, fp16, fp8, ... (default: model activation dtype)")
     fit.add_argument("--context", type=_tokens, default=8192, help="tokens per sequence, e.g. 32k (default 8k)")
     fit.add_argument("--concurrency", type=_count, default=1, help="sequences resident at once (default 1)")
+    fit.add_argument("--prompt", type=_count, default=None, help="prompt tokens for prefill and TTFT (default: context)")
     fit.add_argument("--gpus", type=_count, default=None, help="GPUs in tensor parallel (default 1 or the system's)")
     fit.add_argument("--engine", default="vllm", help=f"memory profile: {', '.join(engines.ENGINES)}")
     fit.add_argument("--json", action="store_true", help="machine-readable output (sizes in bytes)")
@@ -113,6 +114,15 @@ def fit_text(result: Estimate, device: catalog.GPU) -> str:
         f"the KV pool holds {result.kv_pool_tokens:,} tokens: {result.max_concurrency} sequences of "
         f"{result.context:,} tokens, or {result.concurrency} sequences of up to {result.max_context:,} tokens."
     )
+    d, p = result.decode, result.prefill
+    lines += [
+        f"  decode       {d.expected_tokens_per_second:9.1f} tok/s per user expected "
+        f"(p10-p90 {d.band[0]:.1f}-{d.band[1]:.1f}; ceiling {d.ceiling_tokens_per_second:.1f}), "
+        f"{d.expected_aggregate_tokens_per_second:.0f} tok/s aggregate, {d.bound}-bound",
+        f"  prefill      {p.seconds_expected * 1e3:9.0f} ms for {p.prompt:,} prompt tokens expected "
+        f"(ceiling {p.seconds_ceiling * 1e3:.0f} ms); TTFT {p.ttft_seconds_expected * 1e3:.0f} ms",
+        "",
+    ]
     if result.fits:
         verdict = f"FITS with {m.headroom_bytes / GB:.2f} GB headroom per GPU; {limits}"
     else:
@@ -210,6 +220,7 @@ def _fit(args: argparse.Namespace) -> str:
         kv_cache=args.kv_cache,
         context=args.context,
         concurrency=args.concurrency,
+        prompt=args.prompt,
         gpus=args.gpus,
         engine=args.engine,
     )

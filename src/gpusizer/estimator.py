@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from gpusizer import architecture, catalog, engines, memory, precision
-from gpusizer._checks import integer_array, scalar_or_array
+from gpusizer import architecture, catalog, engines, memory, performance, precision
+from gpusizer._checks import integer_array, plain, scalar_or_array
 
 __all__ = ["Estimate", "MemoryBreakdown", "estimate", "resolve_target"]
 
@@ -70,22 +70,14 @@ class Estimate:
     """Sequences of ``context`` tokens the KV pool holds. [-]"""
     max_context: Any
     """Longest context at ``concurrency`` that fits, capped at the model's maximum. [token]"""
+    decode: performance.Decode
+    """Decode speed of the next token when every sequence holds ``context`` tokens."""
+    prefill: performance.Prefill
+    """Prefill of one ``prompt`` and its time to first token."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict; arrays become lists, sizes in bytes become integers."""
-        return _plain(asdict(self))
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, np.ndarray):
-        return _plain(value.tolist())
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
+        return plain(asdict(self))
 
 
 def resolve_target(gpu: str | catalog.GPU | catalog.System, gpus: int | None) -> tuple[catalog.GPU, int]:
@@ -105,6 +97,7 @@ def estimate(
     kv_cache: str | None = None,
     context: Any = 8192,
     concurrency: Any = 1,
+    prompt: Any = None,
     gpus: int | None = None,
     engine: str | engines.EngineProfile = "vllm",
 ) -> Estimate:
@@ -125,6 +118,8 @@ def estimate(
         Tokens each sequence holds (prompt + output; vLLM's ``max_model_len``). [token]
     concurrency : array_like of int
         Sequences resident at once. [-]
+    prompt : array_like of int, optional
+        Prompt tokens of the request whose prefill and TTFT are reported; default ``context``. [token]
     gpus : int, optional
         GPUs in tensor parallel; default 1, or the system's GPU count.
     engine : str
@@ -182,6 +177,10 @@ def estimate(
     limit = record.max_context or 2**24
     total = np.add(weight_bytes + activation + runtime, kv_bytes)
     fitting = memory.max_concurrency(pool, per_sequence)
+    decode, prefill = performance.speed(
+        record, device, weights=w.name, expert_weights=experts, kv_cache=kv_name, context=ctx,
+        concurrency=users, prompt=prompt, gpus=count, engine=profile.name,
+    )
     return Estimate(
         model=record.id,
         gpu=device.id,
@@ -207,6 +206,8 @@ def estimate(
         kv_pool_tokens=memory.pool_tokens(pool, per_sequence, ctx),
         max_concurrency=fitting,
         max_context=memory.max_context(pool, users, layout, kv_bpe, act_bpe, limit=limit, **cache),
+        decode=decode,
+        prefill=prefill,
     )
 
 

@@ -1,0 +1,272 @@
+r"""The roofline: time of an operator from its FLOPs, its bytes and the machine's two peaks.
+
+Hardware-agnostic pure functions of numbers that broadcast like numpy ufuncs. An operator class
+(the weight GEMMs, the attention over the KV cache) takes at least as long as its arithmetic at the
+peak rate and at least as long as its memory traffic at the peak bandwidth; gpusizer sums that
+per-class bound over the classes of an engine step, which is tighter than one whole-model maximum.
+Derating by measured efficiencies is a separate, optional argument: the ceiling is the call with
+efficiencies of 1.
+
+Also here: the FLOP counts of the two operator classes every transformer step has (``gemm_flops``,
+``attention_flops``), and ``tensor_peak``, which picks the datasheet rate a precision computes at.
+
+Deliberate omissions: cache hierarchy (L2 reuse is absorbed by the measured efficiencies), and
+vector-unit work such as norms and activations (folded into the per-layer fixed cost).
+
+References
+----------
+.. [1] S. Williams, A. Waterman and D. Patterson, "Roofline: an insightful visual performance
+   model for multicore architectures," Commun. ACM 52(4), 2009, doi:10.1145/1498765.1498785.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gpusizer._checks import scalar_or_array
+
+__all__ = [
+    "COMPUTE_FALLBACK",
+    "arithmetic_intensity",
+    "attainable_flops",
+    "attention_flops",
+    "compute_bound",
+    "gemm_flops",
+    "ridge_point",
+    "roofline_time",
+    "tensor_peak",
+]
+
+
+def arithmetic_intensity(flops: Any, bytes_moved: Any) -> Any:
+    r"""FLOPs per byte of memory traffic.
+
+    Parameters
+    ----------
+    flops : array_like
+        Arithmetic of the operator. [FLOP]
+    bytes_moved : array_like
+        Memory traffic of the operator. [B]
+
+    Returns
+    -------
+    numeric
+        :math:`I = F / Q`. [FLOP/B]
+
+    Examples
+    --------
+    >>> arithmetic_intensity(2 * 8e9, 16e9)  # one token through a BF16 8B model
+    1.0
+    """
+    return scalar_or_array(np.divide(flops, bytes_moved))
+
+
+def ridge_point(peak_flops: Any, bandwidth: Any) -> Any:
+    r"""Arithmetic intensity at which an operator turns from memory- to compute-bound.
+
+    Parameters
+    ----------
+    peak_flops : array_like
+        Peak (or achieved) arithmetic rate. [FLOP/s]
+    bandwidth : array_like
+        Peak (or achieved) memory bandwidth. [B/s]
+
+    Returns
+    -------
+    numeric
+        :math:`I^* = P / \beta`. [FLOP/B]
+
+    References
+    ----------
+    .. [1] S. Williams et al., Commun. ACM 52(4), 2009, doi:10.1145/1498765.1498785.
+
+    Examples
+    --------
+    >>> ridge_point(989.5e12, 3.35e12)  # H100 SXM, BF16 dense
+    295.3731343283582
+    """
+    return scalar_or_array(np.divide(peak_flops, bandwidth))
+
+
+def attainable_flops(intensity: Any, peak_flops: Any, bandwidth: Any) -> Any:
+    r"""Highest arithmetic rate an operator of a given intensity can reach.
+
+    Returns
+    -------
+    numeric
+        :math:`\min(P, \beta I)`. [FLOP/s]
+
+    Examples
+    --------
+    >>> attainable_flops([1.0, 1000.0], 989.5e12, 3.35e12)
+    array([3.350e+12, 9.895e+14])
+    """
+    return scalar_or_array(np.minimum(peak_flops, np.multiply(bandwidth, intensity)))
+
+
+def roofline_time(
+    flops: Any,
+    bytes_moved: Any,
+    peak_flops: Any,
+    bandwidth: Any,
+    *,
+    compute_efficiency: Any = 1.0,
+    bandwidth_efficiency: Any = 1.0,
+) -> Any:
+    r"""Time of an operator class: the slower of its arithmetic and its memory traffic.
+
+    Parameters
+    ----------
+    flops : array_like
+        Arithmetic. [FLOP]
+    bytes_moved : array_like
+        Memory traffic. [B]
+    peak_flops : array_like
+        Datasheet peak at the precision the operator computes in; ``inf`` when unpublished (the
+        arithmetic then costs nothing, which keeps the result a lower bound). [FLOP/s]
+    bandwidth : array_like
+        Datasheet memory bandwidth. [B/s]
+    compute_efficiency, bandwidth_efficiency : array_like, optional
+        Achieved fractions of the two peaks, in (0, 1]; 1 gives the roofline ceiling. [-]
+
+    Returns
+    -------
+    numeric
+        :math:`t = \max\left(\frac{F}{\mu P}, \frac{Q}{\eta \beta}\right)`. [s]
+
+    References
+    ----------
+    .. [1] S. Williams et al., Commun. ACM 52(4), 2009, doi:10.1145/1498765.1498785.
+
+    Examples
+    --------
+    >>> roofline_time(2 * 8e9, 16e9, 989.5e12, 3.35e12)  # memory-bound: 16 GB at 3.35 TB/s
+    0.004776119402985075
+    >>> roofline_time(2 * 8e9, 16e9, 989.5e12, 3.35e12, bandwidth_efficiency=0.8)
+    0.005970149253731343
+    """
+    compute = np.divide(flops, np.multiply(peak_flops, compute_efficiency))
+    memory = np.divide(bytes_moved, np.multiply(bandwidth, bandwidth_efficiency))
+    return scalar_or_array(np.maximum(compute, memory))
+
+
+def compute_bound(flops: Any, bytes_moved: Any, peak_flops: Any, bandwidth: Any) -> Any:
+    """Whether the arithmetic takes longer than the memory traffic at the two peaks. [bool]
+
+    Examples
+    --------
+    >>> compute_bound([2e9, 2e12], 1e9, 1e14, 1e12)
+    array([False,  True])
+    """
+    return scalar_or_array(np.divide(flops, peak_flops) > np.divide(bytes_moved, bandwidth))
+
+
+def gemm_flops(tokens: Any, params: Any) -> Any:
+    r"""FLOPs of multiplying ``tokens`` activations by weight matrices holding ``params`` entries.
+
+    Parameters
+    ----------
+    tokens : array_like
+        Rows of the activation matrix (tokens in the step). [token]
+    params : array_like
+        Weight-matrix entries each token is multiplied by. [param]
+
+    Returns
+    -------
+    numeric
+        :math:`2\,T\,N` (one multiply and one add per weight and token). [FLOP]
+
+    References
+    ----------
+    .. [1] J. Kaplan et al., "Scaling laws for neural language models," arXiv:2001.08361, 2020.
+
+    Examples
+    --------
+    >>> gemm_flops(1, 6.98e9)
+    13960000000.0
+    """
+    return scalar_or_array(2.0 * np.multiply(tokens, params))
+
+
+def attention_flops(pairs: Any, heads: Any, qk_dim: Any, v_dim: Any) -> Any:
+    r"""FLOPs of the attention scores and the weighted sum of values over query-key pairs.
+
+    Parameters
+    ----------
+    pairs : array_like
+        (query, key) pairs attended, summed over the layers of the group. [-]
+    heads : array_like
+        Query heads. [-]
+    qk_dim, v_dim : array_like
+        Width of the query/key dot product and of a value, per head: :math:`d_h` and :math:`d_h`
+        for MHA/GQA; for MLA :math:`d_{nope} + d_{rope}` and :math:`d_v` in prefill ("MHA mode") and
+        :math:`r_{kv} + d_{rope}` and :math:`r_{kv}` in decode (absorbed weights). [-]
+
+    Returns
+    -------
+    numeric
+        :math:`2\,n_h (d_{qk} + d_v)\,\Pi`; :math:`4\,n_h d_h \Pi` for MHA/GQA. [FLOP]
+
+    References
+    ----------
+    .. [1] R. Pope et al., "Efficiently scaling Transformer inference," arXiv:2211.05102, 2022.
+    .. [2] DeepSeek-AI, "DeepSeek-V2," arXiv:2405.04434, 2024 (MLA).
+
+    Examples
+    --------
+    >>> attention_flops(1000, 32, 128, 128)
+    16384000.0
+    """
+    return scalar_or_array(2.0 * np.multiply(heads, np.add(qk_dim, v_dim)) * np.asarray(pairs, dtype=float))
+
+
+#: Rates a compute precision may use, best first. A precision the GPU has no rate for is dequantized
+#: and multiplied in 16-bit (vLLM's Marlin kernels run FP8 weights as W8A16 on Ampere, MXFP4 as W4A16
+#: on Hopper).
+COMPUTE_FALLBACK: dict[str, tuple[str, ...]] = {
+    "fp4": ("fp4", "bf16", "fp16"),
+    "fp8": ("fp8", "bf16", "fp16"),
+    "int8": ("int8", "bf16", "fp16"),
+    "bf16": ("bf16", "fp16"),
+    "fp16": ("fp16", "bf16"),
+    "tf32": ("tf32", "fp32"),
+    "fp32": ("fp32",),
+}
+
+
+def tensor_peak(rates: Any, compute: str) -> tuple[float, str]:
+    """Dense peak a GPU computes ``compute`` at, and the precision actually used.
+
+    Parameters
+    ----------
+    rates : DenseRates or mapping
+        The catalogue's dense rates (attributes or keys ``fp4``, ``fp8``, ``bf16``...). [FLOP/s]
+    compute : str
+        Precision the multiply would run in (``Precision.compute``).
+
+    Returns
+    -------
+    (float, str)
+        The first published rate of ``COMPUTE_FALLBACK[compute]`` and its precision; ``(inf,
+        "none")`` when the vendor publishes none (Apple), so a roofline stays an upper bound on speed.
+        [FLOP/s]
+
+    Raises
+    ------
+    ValueError
+        For an unknown compute precision.
+
+    Examples
+    --------
+    >>> tensor_peak({"bf16": 312e12, "fp16": 312e12}, "fp8")  # A100: FP8 weights run as W8A16
+    (312000000000000.0, 'bf16')
+    """
+    if compute not in COMPUTE_FALLBACK:
+        raise ValueError(f"compute must be one of {', '.join(COMPUTE_FALLBACK)}, got {compute!r}")
+    for name in COMPUTE_FALLBACK[compute]:
+        value = rates.get(name) if isinstance(rates, dict) else getattr(rates, name, None)
+        if value:
+            return float(value), name
+    return float("inf"), "none"

@@ -1,0 +1,122 @@
+"""Efficiency constants: provenance, physical bounds, lookup, bands, and a reproducible fit."""
+
+import dataclasses
+import importlib.util
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from gpusizer import efficiency, performance
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tool(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_shipped_table_carries_its_provenance():
+    table = efficiency.bundled()
+    assert {"method", "date", "measurements", "mapping", "priors", "rows", "informed"} <= set(table.fit)
+    assert "least_squares" in table.fit["method"] and "soft_l1" in table.fit["method"]
+    rows = set(table.fit["rows"])
+    for entry in (*table.engines.values(), *table.groups, *table.fabrics.values()):
+        assert entry.source, entry
+        assert bool(entry.fitted) == bool(entry.rows), entry  # a fitted entry names the rows that informed it
+        assert set(entry.rows) <= rows
+    for name in ("vllm", "sglang", "trtllm", "llama.cpp", "mlc"):
+        assert name in table.engines
+
+
+def test_every_constant_is_physical():
+    table = efficiency.bundled()
+    for g in table.groups:
+        for name in efficiency.FIELDS["group"]:
+            low, high, _ = efficiency.BOUNDS[name]
+            assert low <= getattr(g, name) <= high <= 1.0, (g.key, name)
+    for e in table.engines.values():
+        assert 0 < e.kv_bandwidth <= 1 and e.layer_seconds > 0 and e.step_seconds > 0
+    for band in table.bands.values():
+        assert band.low <= 1.0 <= band.high and band.rows >= 3
+
+
+def test_every_prior_has_a_source():
+    data = tomllib.loads((ROOT / "data" / "calibration" / "priors.toml").read_text())
+    for kind in ("engine", "group", "fabric"):
+        for entry in data[kind]:
+            assert entry["source"], entry
+
+
+def test_resolve_takes_the_most_specific_group():
+    table = efficiency.bundled()
+    assert efficiency.resolve(table, "llama.cpp", "gddr", "weight-only", "pcie").group == "llama.cpp/gddr/weight-only"
+    assert efficiency.resolve(table, "vllm", "hbm", "16bit", "nvlink").group == "*/hbm/16bit"
+    assert efficiency.resolve(table, "vllm", "hbm", "fp4", "nvlink").group == "*/*/fp4"
+    assert efficiency.resolve(table, "llama-cpp", "gddr", "16bit", "pcie").group == "llama.cpp/gddr/16bit"
+    with pytest.raises(ValueError, match="known: vllm"):
+        efficiency.resolve(table, "tgi", "hbm", "16bit", "nvlink")
+
+
+def test_bands_contain_one_and_widen_without_data():
+    table = efficiency.bundled()
+    low, high = efficiency.band_factors(table, "decode, batch 1, tensor parallel")
+    wide = efficiency.band_factors(table, "decode, batch 1, tensor parallel", informed=False)
+    assert low <= 1 <= high and wide[0] < low and wide[1] > high
+    assert efficiency.band_factors(table, "decode, batch > 1") == efficiency.band_factors(table, "decode")
+
+
+def test_classes():
+    assert efficiency.gpu_class("HBM3e") == "hbm"
+    assert efficiency.gpu_class("GDDR6 (ECC)") == "gddr"
+    assert efficiency.gpu_class("LPDDR5 unified") == "unified"
+    assert efficiency.format_family(16, "bf16", False, True) == "16bit"
+    assert efficiency.format_family(4.5, "fp4", False, True) == "fp4"
+    assert efficiency.format_family(4.5, "fp4", False, False) == "weight-only"
+    assert efficiency.format_family(4.84, "bf16", True, True) == "weight-only"
+
+
+def test_toml_round_trip(tmp_path):
+    table = efficiency.bundled()
+    path = tmp_path / "efficiency.toml"
+    path.write_text(efficiency.to_toml(table, "header"))
+    again = efficiency.load(path)
+    for a, b in zip(table.groups, again.groups, strict=True):
+        for f in dataclasses.fields(a):
+            value = getattr(a, f.name)
+            assert getattr(b, f.name) == (pytest.approx(value, rel=1e-5) if isinstance(value, float) else value)
+    assert again.engines.keys() == table.engines.keys() and again.bands.keys() == table.bands.keys()
+
+
+def test_fit_reproduces_the_shipped_constants():
+    tool = _tool("fit_efficiency")
+    result = tool.fit(tool.cases("fit"))
+    assert result.success
+    shipped = efficiency.bundled()
+    assert set(result.informed) == set(shipped.fit["informed"])
+    for g in result.table.groups:
+        other = next(x for x in shipped.groups if x.key == g.key)
+        for name in efficiency.FIELDS["group"]:
+            assert getattr(g, name) == pytest.approx(getattr(other, name), rel=1e-2), (g.key, name)
+    for name, e in result.table.engines.items():
+        for field in efficiency.FIELDS["engine"]:
+            assert getattr(e, field) == pytest.approx(getattr(shipped.engines[name], field), rel=1e-2)
+
+
+def test_fit_moves_constants_towards_data_and_stays_in_bounds():
+    # Synthetic check: measurements made 20 % slower than the prior model pull the efficiency down.
+    tool = _tool("fit_efficiency")
+    priors = tool.priors()
+    cases = [c for c in tool.cases("fit") if c.engine == "mlc"]
+    slower = [dataclasses.replace(c, value=performance.predict(c, priors) * 0.8) for c in cases]
+    result = efficiency.fit(slower, priors, performance.keys, performance.predict)
+    errors = [result.predictions[c.id] / c.value - 1 for c in slower]
+    assert max(abs(e) for e in errors) < 0.12
+    for g in result.table.groups:
+        if g.engine == "mlc":
+            assert 0.2 <= g.bandwidth <= 0.95

@@ -1,0 +1,301 @@
+"""Validation report: gpusizer's speed predictions against every usable public measurement.
+
+Usage::
+
+    python tools/validation.py                 # writes docs/validation.md and docs/validation.png
+    python tools/validation.py --output DIR    # writes DIR/validation.md (and .png)
+
+For every row of ``data/calibration/measurements.csv`` that gpusizer can represent, and for the held-out
+measurements of ``data/calibration/holdout.csv`` (never used by the fit), the report lists the
+measurement, the expected value with the shipped constants (``data/efficiency.toml``), the
+leave-one-out prediction (a fit that did not see the row, stored by ``tools/fit_efficiency.py``), the
+datasheet ceiling and the p10-p90 band; then the median and p90 absolute percentage errors by
+metric and regime, the ceiling violations, the band coverage, and every row that was left out with
+its reason. The plot needs matplotlib (``pip install gpusizer[plot]``); without it only the markdown
+is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gpusizer import efficiency, performance
+
+ROOT = Path(__file__).resolve().parents[1]
+CALIBRATION = ROOT / "data" / "calibration"
+DOCS = ROOT / "docs"
+
+UNITS = {"decode": "tok/s", "decode_aggregate": "tok/s", "prefill": "tok/s", "ttft": "s", "static_batch": "tok/s/GPU"}
+METRICS = {
+    "decode": "decode tok/s per user",
+    "decode_aggregate": "decode tok/s, all users",
+    "prefill": "prefill tok/s",
+    "ttft": "TTFT",
+    "static_batch": "static-batch output tok/s per GPU",
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One measurement with gpusizer's predictions."""
+
+    case: efficiency.Case
+    expected: float
+    loo: float | None
+    ceiling: float
+    low: float
+    high: float
+    group: str
+    """Efficiency group that applies (``engine/gpu_class/format``)."""
+
+    @property
+    def is_time(self) -> bool:
+        return self.case.metric == "ttft"
+
+    @property
+    def error(self) -> float:
+        """Signed error of the expected value, relative to the measurement. [-]"""
+        return self.expected / self.case.value - 1.0
+
+    @property
+    def loo_error(self) -> float | None:
+        return None if self.loo is None else self.loo / self.case.value - 1.0
+
+    @property
+    def over_ceiling(self) -> bool:
+        """The measurement beats the datasheet roofline (a model error, never allowed)."""
+        return self.case.value < self.ceiling if self.is_time else self.case.value > self.ceiling
+
+    @property
+    def in_band(self) -> bool:
+        return self.low <= self.case.value <= self.high
+
+
+def _cases() -> list[efficiency.Case]:
+    mapping = CALIBRATION / "mapping.csv"
+    return efficiency.load_cases(CALIBRATION / "measurements.csv", mapping) + efficiency.load_cases(
+        CALIBRATION / "holdout.csv", mapping
+    )
+
+
+def _band(case: efficiency.Case, expected: float, ceiling: float, table: efficiency.Table) -> tuple[float, float]:
+    informed = efficiency.resolve(table, *performance.keys(case)).informed
+    low, high = efficiency.band_factors(table, case.regime, informed=informed)
+    if case.metric == "ttft":
+        return max(expected / high, ceiling), expected / low
+    return expected * low, min(expected * high, ceiling)
+
+
+def rows(table: efficiency.Table | None = None) -> tuple[list[Row], list[efficiency.Case]]:
+    """Predictions for every usable measurement, and the excluded measurements."""
+    table = table if table is not None else efficiency.bundled()
+    loo = table.fit.get("leave_one_out", {})
+    out, excluded = [], []
+    for case in _cases():
+        if case.use == "exclude":
+            excluded.append(case)
+            continue
+        expected = performance.predict(case, table)
+        ceiling = performance.predict(case, table, ceiling=True)
+        low, high = _band(case, expected, ceiling, table)
+        group = efficiency.resolve(table, *performance.keys(case)).group
+        out.append(Row(case, expected, loo.get(case.id), ceiling, low, high, group))
+    return out, excluded
+
+
+def ape_stats(errors: list[float]) -> tuple[int, float, float]:
+    """Count, median and 90th percentile of absolute percentage errors. [-, %, %]"""
+    a = 100 * np.abs(np.asarray(errors, dtype=float))
+    if a.size == 0:
+        return 0, float("nan"), float("nan")
+    return int(a.size), float(np.median(a)), float(np.quantile(a, 0.9))
+
+
+def summary(selected: list[Row], *, loo: bool = False) -> dict[tuple[str, str], tuple[int, float, float]]:
+    """APE statistics by (metric, regime), plus every metric overall."""
+    groups: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for row in selected:
+        error = row.loo_error if loo else row.error
+        if error is None:
+            continue
+        metric = METRICS[row.case.metric]
+        groups[(metric, row.case.regime)].append(error)
+        groups[(metric, "all")].append(error)
+    return {key: ape_stats(v) for key, v in sorted(groups.items())}
+
+
+def _fmt(value: float | None, unit: str) -> str:
+    if value is None or not np.isfinite(value):
+        return "-"
+    if unit == "s":
+        return f"{value * 1000:.1f} ms"
+    return f"{value:,.4g}" if value < 100 else f"{value:,.0f}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:+.1f}%"
+
+
+def _stats_table(stats: dict[tuple[str, str], tuple[int, float, float]]) -> list[str]:
+    lines = ["| metric | regime | rows | median APE | p90 APE |", "|---|---|---:|---:|---:|"]
+    for (metric, regime), (n, median, p90) in stats.items():
+        lines.append(f"| {metric} | {regime} | {n} | {median:.1f}% | {p90:.1f}% |")
+    return lines
+
+
+def _row_table(selected: list[Row]) -> list[str]:
+    lines = [
+        "| id | measurement (GPU x count, model, weights, engine) | metric | lengths in/out, batch | measured "
+        "| expected | error | leave-one-out | ceiling | p10-p90 band | constants |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for r in selected:
+        c, unit = r.case, UNITS[r.case.metric]
+        flag = " **over ceiling**" if r.over_ceiling else ""
+        lines.append(
+            f"| {c.id} | {c.label} | {METRICS[c.metric]} | {c.prompt}/{c.output}, {c.batch} | {_fmt(c.value, unit)} "
+            f"| {_fmt(r.expected, unit)} | {_pct(r.error)} | {_pct(r.loo_error)} | {_fmt(r.ceiling, unit)}{flag} "
+            f"| {_fmt(r.low, unit)} - {_fmt(r.high, unit)} | {r.group} |"
+        )
+    return lines
+
+
+def report(table: efficiency.Table | None = None, *, plot_name: str | None = "validation.png") -> str:
+    """The markdown report."""
+    table = table if table is not None else efficiency.bundled()
+    found, excluded = rows(table)
+    fitted = [r for r in found if r.case.use == "fit"]
+    held = [r for r in found if r.case.use == "holdout"]
+    over = [r for r in found if r.over_ceiling]
+    single = ape_stats([r.error for r in fitted if r.case.metric == "decode" and r.case.batch == 1])
+    coverage_fit = np.mean([r.in_band for r in fitted]) if fitted else float("nan")
+    coverage_held = np.mean([r.in_band for r in held]) if held else float("nan")
+    lines = [
+        "# Validation: predicted vs measured speed",
+        "",
+        "Generated by `tools/validation.py` from `data/calibration/` and the constants of "
+        f"`data/efficiency.toml` (fitted {table.fit.get('date', '?')}); do not edit by hand. Method: "
+        "`docs/speed.md`.",
+        "",
+        "* **expected**: gpusizer with the shipped constants (these rows were used by the fit: in-sample).",
+        "* **leave-one-out**: a fit that did not see the row (honest out-of-sample error for fitted rows).",
+        "* **held out**: public measurements never used by the fit (`data/calibration/holdout.csv`).",
+        "* **ceiling**: the datasheet roofline; a measurement above it would be a model error.",
+        "",
+        "## Headline",
+        "",
+        f"* Single-stream decode on the calibration file: median APE {single[1]:.1f}% over {single[0]} rows "
+        f"(p90 {single[2]:.1f}%); the test suite fails above 15%.",
+        f"* Ceiling violations: {len(over)} of {len(found)} usable measurements"
+        + (": " + ", ".join(r.case.id for r in over) if over else "")
+        + ".",
+        f"* Measurements inside their p10-p90 band: {100 * coverage_fit:.0f}% of fitted rows, "
+        f"{100 * coverage_held:.0f}% of held-out rows (target 75-85%).",
+        f"* Rows: {len(fitted)} fitted, {len(held)} held out, {len(excluded)} excluded (listed at the end).",
+        "",
+        "## Errors by metric and regime: fitted rows, in-sample",
+        "",
+        *_stats_table(summary(fitted)),
+        "",
+        "## Errors by metric and regime: fitted rows, leave-one-out",
+        "",
+        *_stats_table(summary(fitted, loo=True)),
+        "",
+        "## Errors by metric and regime: held-out measurements",
+        "",
+        *_stats_table(summary(held)),
+        "",
+    ]
+    if plot_name:
+        lines += [f"![predicted vs measured]({plot_name})", ""]
+    lines += [
+        "## Every fitted row",
+        "",
+        *_row_table(fitted),
+        "",
+        "## Every held-out row",
+        "",
+        *_row_table(held),
+        "",
+        "## Rows gpusizer cannot represent (yet)",
+        "",
+        "| id | measurement | metric | reason |",
+        "|---|---|---|---|",
+        *(f"| {c.id} | {c.label} | {c.metric} | {c.reason or '-'} |" for c in excluded),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def plot(path: Path, table: efficiency.Table | None = None) -> bool:
+    """Predicted-vs-measured scatter (log-log, as rate ratios); False when matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    found, _ = rows(table)
+    fig, ax = plt.subplots(figsize=(7, 6.5))
+    values = [1 / r.case.value if r.is_time else r.case.value for r in found]
+    markers = {"decode": "o", "decode_aggregate": "D", "prefill": "s", "ttft": "^", "static_batch": "v"}
+    for metric, marker in markers.items():
+        for use, face in (("fit", ""), ("holdout", "none")):
+            chosen = [r for r in found if r.case.metric == metric and r.case.use == use]
+            if not chosen:
+                continue
+            # times are plotted as rates (1/s) so that every point reads "higher is faster"
+            x = [1 / r.case.value if r.is_time else r.case.value for r in chosen]
+            y = [1 / r.expected if r.is_time else r.expected for r in chosen]
+            label = f"{METRICS[metric]} ({'fitted' if use == 'fit' else 'held out'})"
+            color = f"C{list(markers).index(metric)}"
+            ax.scatter(x, y, marker=marker, label=label, edgecolors=color, facecolors=face or color)
+    line = np.array([min(values) / 2, max(values) * 2])
+    ax.plot(line, line, "k-", lw=0.8)
+    for factor in (0.8, 1.25):
+        ax.plot(line, line * factor, "k:", lw=0.6)
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="measured (tok/s; TTFT as 1/s)",
+        ylabel="gpusizer expected",
+        title="gpusizer vs public measurements (dotted: -20% / +25%)",
+    )
+    ax.legend(fontsize=7, loc="upper left")
+    ax.grid(True, which="both", lw=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def write(directory: Path = DOCS, table: efficiency.Table | None = None) -> tuple[Path, bool]:
+    """Write ``validation.md`` (and ``validation.png`` when matplotlib is available) to ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    drew = plot(directory / "validation.png", table)
+    markdown = directory / "validation.md"
+    markdown.write_text(
+        report(table, plot_name="validation.png" if drew or (directory / "validation.png").exists() else None),
+        encoding="utf-8",
+    )
+    return markdown, drew
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output", type=Path, default=DOCS)
+    args = parser.parse_args(argv)
+    markdown, drew = write(args.output)
+    sys.stdout.write(f"wrote {markdown}" + ("" if drew else " (matplotlib missing: no plot)") + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
