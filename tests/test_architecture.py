@@ -96,7 +96,8 @@ def test_block_formulas_by_hand():
     assert split.matrix == 7168 * 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 * 128 * 256 + 128 * 128 * 7168
     assert split.vector == 1536 + 512
     # MoE: router 2048x128 + 128 experts of 3 x 2048 x 768 (Qwen3-30B-A3B layer)
-    always, routed = architecture.moe_params(2048, MoE(num_experts=128, experts_per_token=8, expert_intermediate_size=768))
+    moe = MoE(num_experts=128, experts_per_token=8, expert_intermediate_size=768)
+    always, routed = architecture.moe_params(2048, moe)
     assert (always.total, routed.total) == (2048 * 128, 128 * 3 * 2048 * 768)
     # Gated DeltaNet, Qwen3-Next: K = 16 x 128, V = 32 x 128
     lin = LinearAttention(num_key_heads=16, num_value_heads=32, key_head_dim=128, value_head_dim=128, conv_kernel=4)

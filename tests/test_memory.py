@@ -79,7 +79,8 @@ def test_kv_monotone_in_context_and_concurrency(context, concurrency):
 def test_kv_linear_in_tokens_below_the_window(a, b):
     # below the 128-token window every layer holds every token: bytes are proportional to tokens
     total = memory.sequence_cache_bytes(a + b, GPT_OSS, 2.0)
-    assert total == pytest.approx(memory.sequence_cache_bytes(a, GPT_OSS, 2.0) + memory.sequence_cache_bytes(b, GPT_OSS, 2.0))
+    parts = memory.sequence_cache_bytes(a, GPT_OSS, 2.0) + memory.sequence_cache_bytes(b, GPT_OSS, 2.0)
+    assert total == pytest.approx(parts)
 
 
 @given(st.integers(1, 64), st.integers(1, 64))

@@ -56,7 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--kv-cache", help="KV-cache dtype: bf16, fp16, fp8, ... (default: model activation dtype)")
     fit.add_argument("--context", type=_tokens, default=8192, help="tokens per sequence, e.g. 32k (default 8k)")
     fit.add_argument("--concurrency", type=_count, default=1, help="sequences resident at once (default 1)")
-    fit.add_argument("--prompt", type=_count, default=None, help="prompt tokens for prefill and TTFT (default: context)")
+    fit.add_argument("--prompt", type=_count, default=None, help="prompt tokens for prefill and TTFT (default context)")
     fit.add_argument("--gpus", type=_count, default=None, help="GPUs in tensor parallel (default 1 or the system's)")
     fit.add_argument("--engine", default="vllm", help=f"memory profile: {', '.join(engines.ENGINES)}")
     fit.add_argument("--json", action="store_true", help="machine-readable output (sizes in bytes)")
