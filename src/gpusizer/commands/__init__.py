@@ -1,0 +1,1 @@
+"""Subcommands beyond ``fit``, ``gpus`` and ``models``: one module each, listed in ``cli.COMMANDS``."""
