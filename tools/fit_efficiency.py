@@ -22,10 +22,7 @@ import dataclasses
 import datetime
 import hashlib
 import sys
-from collections import defaultdict
 from pathlib import Path
-
-import numpy as np
 
 from gpusizer import efficiency, performance
 
@@ -56,8 +53,7 @@ def priors() -> efficiency.Table:
 
 def log_ratio(case: efficiency.Case, predicted: float) -> float:
     """ln(measured / predicted) as a *rate* ratio (times are inverted), the unit of the bands."""
-    ratio = np.log(case.value / predicted)
-    return float(-ratio if case.metric == "ttft" else ratio)
+    return efficiency.log_rate_ratio(case, predicted)
 
 
 def fit(selected: list[efficiency.Case], start: efficiency.Table | None = None) -> efficiency.Fit:
@@ -69,23 +65,14 @@ def fit(selected: list[efficiency.Case], start: efficiency.Table | None = None) 
 
 def leave_one_out(selected: list[efficiency.Case], full: efficiency.Fit) -> dict[str, float]:
     """Prediction of every case by a fit without it (warm-started from the full fit)."""
-    out = {}
-    for case in selected:
-        rest = [c for c in selected if c.id != case.id]
-        out[case.id] = performance.predict(case, fit(rest, start=full.table).table)
-    return out
+    return efficiency.leave_one_out(
+        selected, priors(), performance.keys, performance.predict, start=full.table, sigma=SIGMA, loss=LOSS
+    )
 
 
 def bands(selected: list[efficiency.Case], predictions: dict[str, float]) -> dict[str, efficiency.Band]:
     """p10-p90 bands per regime (and per coarser regime, and overall), from at least 3 residuals each."""
-    groups: dict[str, list[float]] = defaultdict(list)
-    for case in selected:
-        r = log_ratio(case, predictions[case.id])
-        parts = case.regime.split(", ")
-        for n in range(1, len(parts) + 1):
-            groups[", ".join(parts[:n])].append(r)
-        groups["all"].append(r)
-    return {k: efficiency.quantile_band(k, v) for k, v in sorted(groups.items()) if len(v) >= 3}
+    return efficiency.regime_bands(selected, predictions)
 
 
 def checksum(path: Path) -> str:

@@ -28,26 +28,47 @@ _EXPORTS = {
     "systems": "gpusizer.catalog",
     "Estimate": "gpusizer.estimator",
     "estimate": "gpusizer.estimator",
+    "best_layout": "gpusizer.parallel",
+    "shortlist": "gpusizer.shortlist",
+    "Workload": "gpusizer.serving",
+    "SLO": "gpusizer.serving",
+    "Calibration": "gpusizer.calibration",
+    "calibrate": "gpusizer.calibration",
+    "Sweep": "gpusizer.sweep",
+    "sweep": "gpusizer.sweep",
 }
 
 __all__ = [
     "GPU",
+    "SLO",
+    "Calibration",
     "Estimate",
     "Model",
+    "Sweep",
     "System",
+    "Workload",
     "__version__",
+    "best_layout",
+    "calibrate",
     "estimate",
     "gpu",
     "gpus",
     "model",
     "models",
+    "shortlist",
+    "sweep",
     "system",
     "systems",
 ]
 
 if TYPE_CHECKING:
+    from gpusizer.calibration import Calibration, calibrate
     from gpusizer.catalog import GPU, Model, System, gpu, gpus, model, models, system, systems
     from gpusizer.estimator import Estimate, estimate
+    from gpusizer.parallel import best_layout
+    from gpusizer.serving import SLO, Workload
+    from gpusizer.shortlist import shortlist
+    from gpusizer.sweep import Sweep, sweep
 
 
 def __getattr__(name: str) -> Any:

@@ -9,6 +9,8 @@ import numpy as np
 
 def integer_array(value: Any, name: str, *, minimum: int = 0) -> np.ndarray:
     """``value`` as an int64 array, or ``ValueError`` naming ``name`` if it is not whole and >= minimum."""
+    if type(value) is int and minimum <= value <= 2**50:  # the common scalar, without numpy's checks
+        return np.asarray(value, dtype=np.int64)
     try:
         array = np.asarray(value)
     except Exception as error:  # ragged lists and the like

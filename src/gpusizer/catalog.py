@@ -170,6 +170,22 @@ class GPU(Record):
             raise ValueError(f"{self.id}: memory_usable exceeds the stated memory by more than 10%")
         return self
 
+    def __repr__(self) -> str:
+        from gpusizer import display
+
+        return display.gpu_summary(self)
+
+    def __str__(self) -> str:
+        from gpusizer import display
+
+        return display.gpu_text(self)
+
+    def _repr_html_(self) -> str:
+        """HTML for notebooks (``gpusizer.display.gpu_html``)."""
+        from gpusizer import display
+
+        return display.gpu_html(self)
+
 
 class System(Record):
     """A multi-GPU product (HGX board, NVL72 rack) built from one catalogue GPU."""
@@ -196,6 +212,22 @@ class System(Record):
     source: Sources
     checked: datetime.date
     notes: str = ""
+
+    def __repr__(self) -> str:
+        from gpusizer import display
+
+        return display.system_summary(self)
+
+    def __str__(self) -> str:
+        from gpusizer import display
+
+        return display.system_text(self)
+
+    def _repr_html_(self) -> str:
+        """HTML for notebooks (``gpusizer.display.system_html``)."""
+        from gpusizer import display
+
+        return display.system_html(self)
 
 
 # --- models ---------------------------------------------------------------------------------------
@@ -432,6 +464,22 @@ class Model(Record):
         from gpusizer import architecture
 
         return architecture.parameter_counts(self).active
+
+    def __repr__(self) -> str:
+        from gpusizer import display
+
+        return display.model_summary(self)
+
+    def __str__(self) -> str:
+        from gpusizer import display
+
+        return display.model_text(self)
+
+    def _repr_html_(self) -> str:
+        """HTML for notebooks (``gpusizer.display.model_html``)."""
+        from gpusizer import display
+
+        return display.model_html(self)
 
 
 # --- loading --------------------------------------------------------------------------------------

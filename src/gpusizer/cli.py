@@ -45,11 +45,35 @@ def _model(name: str) -> catalog.Model:
     return catalog.model(name)
 
 
+#: Examples shown at the end of ``--help``, per command ("" for the top-level parser).
+EXAMPLES = {
+    "": "gpusizer fit llama-3.1-70b h200 --weights fp8 --kv-cache fp8 --context 32k --concurrency 16\n"
+        "gpusizer gpus\ngpusizer fit --help",
+    "fit": "gpusizer fit llama-3.1-70b h200 --weights fp8 --kv-cache fp8 --context 32k --concurrency 16\n"
+           "gpusizer fit deepseek-v3 hgx-h200-8x --context 16k --concurrency 32\n"
+           "gpusizer fit ./my-checkpoint/ l40s --engine llama.cpp --json",
+    "gpus": "gpusizer gpus\ngpusizer gpus --json",
+    "models": "gpusizer models\ngpusizer models --json",
+}
+
+
+def help_options(command: str, examples: str | None = None) -> dict[str, Any]:
+    """Keyword arguments for ``add_parser`` (or ``ArgumentParser``): an epilog of examples, kept as written.
+
+    Command modules pass their own ``examples``; the built-in commands' are in ``EXAMPLES``.
+    """
+    text = EXAMPLES.get(command, "") if examples is None else examples
+    lines = "\n".join(f"  {line}" for line in text.splitlines())
+    return {"epilog": f"examples:\n{lines}", "formatter_class": argparse.RawDescriptionHelpFormatter}
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="gpusizer", description="Size LLM inference before renting a GPU.")
+    parser = argparse.ArgumentParser(
+        prog="gpusizer", description="Size LLM inference before renting a GPU.", **help_options("")
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
-    fit = commands.add_parser("fit", help="does MODEL fit on GPU, and with how much headroom")
+    fit = commands.add_parser("fit", help="does MODEL fit on GPU, and with how much headroom", **help_options("fit"))
     fit.add_argument("model", help="catalogue id (gpusizer models) or a path to a config.json / checkpoint folder")
     fit.add_argument("gpu", help="catalogue id or alias (gpusizer gpus), or a system id such as hgx-h200-8x")
     fit.add_argument("--weights", help=f"weight precision: {', '.join(precision.names())} (default: checkpoint)")
@@ -57,13 +81,17 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--context", type=_tokens, default=8192, help="tokens per sequence, e.g. 32k (default 8k)")
     fit.add_argument("--concurrency", type=_count, default=1, help="sequences resident at once (default 1)")
     fit.add_argument("--prompt", type=_count, default=None, help="prompt tokens for prefill and TTFT (default context)")
-    fit.add_argument("--gpus", type=_count, default=None, help="GPUs in tensor parallel (default 1 or the system's)")
+    fit.add_argument("--gpus", type=_count, default=None,
+                     help="GPUs to split the model over (default 1 or the system's)")
+    fit.add_argument("--layout", default="tp", help="how the GPUs share the model: tp (default), pp, ep, layer, or "
+                     "degrees such as tp2xpp2, tp8+ep8, tp4xdp2 (gpusizer layouts ranks them)")
     fit.add_argument("--engine", default="vllm", help=f"memory profile: {', '.join(engines.ENGINES)}")
     fit.add_argument("--json", action="store_true", help="machine-readable output (sizes in bytes)")
+    fit.add_argument("--calibration", type=Path, help="your calibration (gpusizer calibrate ... -o my.toml)")
     fit.set_defaults(handler=_fit)
 
     for name, what, handler in (("gpus", "accelerators", _gpus), ("models", "models", _models)):
-        listing = commands.add_parser(name, help=f"list the catalogue's {what}")
+        listing = commands.add_parser(name, help=f"list the catalogue's {what}", **help_options(name))
         listing.add_argument("--json", action="store_true", help="machine-readable output")
         listing.set_defaults(handler=handler)
     for module in COMMANDS:
@@ -71,9 +99,15 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: Modules that add a subcommand: each has ``register(subparsers)``, which adds its parser and sets
-#: ``handler``, a function of the parsed arguments that returns the text to print.
-COMMANDS: tuple[str, ...] = ()
+#: Modules that add a subcommand: each has ``register(subparsers)``, which adds its parser (with
+#: ``**help_options(name, examples)`` so that ``--help`` ends with examples) and sets ``handler``, a
+#: function of the parsed arguments that returns the text to print.
+COMMANDS: tuple[str, ...] = (
+    "gpusizer.commands.sweep",
+    "gpusizer.commands.calibrate",
+    "gpusizer.commands.layouts",
+    "gpusizer.commands.shortlist",
+)
 
 
 def _bytes(value: float) -> int:
@@ -121,6 +155,7 @@ def fit_text(result: Estimate, device: catalog.GPU) -> str:
         f"{d.expected_aggregate_tokens_per_second:.0f} tok/s aggregate, {d.bound}-bound",
         f"  prefill      {p.seconds_expected * 1e3:9.0f} ms for {p.prompt:,} prompt tokens expected "
         f"(ceiling {p.seconds_ceiling * 1e3:.0f} ms); TTFT {p.ttft_seconds_expected * 1e3:.0f} ms",
+        *parallel_text(result),
         "",
     ]
     if result.fits:
@@ -128,6 +163,18 @@ def fit_text(result: Estimate, device: catalog.GPU) -> str:
     else:
         verdict = f"DOES NOT FIT: {-m.headroom_bytes / GB:.2f} GB short per GPU; {limits}"
     return "\n".join([*lines, verdict])
+
+
+def parallel_text(result: Estimate) -> list[str]:
+    """The layout line of ``fit``'s text: empty on one GPU."""
+    q = result.parallel
+    if q is None or q.gpus == 1:
+        return []
+    return [
+        f"  parallel     {q.layout} over {q.links}: scaling efficiency {q.scaling_efficiency:.0%} "
+        f"({q.speedup:.2f}x one GPU), communication {q.communication_seconds_per_step * 1e3:.2f} ms per step "
+        f"({q.communication_share:.0%})"
+    ]
 
 
 def _gpu_rows() -> list[dict[str, Any]]:
@@ -223,8 +270,19 @@ def _fit(args: argparse.Namespace) -> str:
         prompt=args.prompt,
         gpus=args.gpus,
         engine=args.engine,
+        layout=args.layout,
+        calibration=_calibration(args.calibration),
     )
     return json.dumps(fit_json(result), indent=2) if args.json else fit_text(result, catalog.gpu(result.gpu))
+
+
+def _calibration(path: Path | None) -> Any:
+    """The calibration file of ``--calibration``, or None."""
+    if path is None:
+        return None
+    from gpusizer import calibration
+
+    return calibration.load(path)
 
 
 def _gpus(args: argparse.Namespace) -> str:

@@ -16,8 +16,9 @@ routing of MoE layers) and, with tensor parallelism, two all-reduces per layer.
 The ceiling is the same sum with :math:`\mu = \eta = 1` and no fixed or communication cost.
 
 Deliberate omissions: speculative decoding (accepted tokens per step > 1), prefill chunks sharing
-the step (``gpusizer.prefill`` models them as steps of their own), routing skew (the expert count
-assumes uniform, independent routing), and expert-parallel all-to-all.
+the step (``gpusizer.prefill`` models them as steps of their own), and routing skew (the expert count
+assumes uniform, independent routing). Collectives other than the ring all-reduce (one-shot and
+two-shot all-reduce, pipeline hops, expert-parallel all-to-all) live in ``gpusizer.interconnect``.
 """
 
 from __future__ import annotations
@@ -140,7 +141,8 @@ def activation_bytes(
 def allreduce_seconds(message_bytes: Any, gpus: Any, bus_bandwidth: Any, latency: Any) -> Any:
     r"""Time of one ring all-reduce of ``message_bytes`` over ``gpus`` GPUs; 0 on one GPU.
 
-    Kept small and self-contained: the multi-GPU model (``parallel``) will own it.
+    ``interconnect.ring_allreduce_seconds`` without the per-step hop latency; ``interconnect`` also
+    has the one-shot and two-shot algorithms engines use for small messages.
 
     Parameters
     ----------

@@ -57,13 +57,19 @@ __all__ = [
     "Table",
     "band_factors",
     "bundled",
+    "constant",
+    "engine_class",
     "fit",
     "format_family",
     "gpu_class",
+    "leave_one_out",
     "load",
     "load_cases",
+    "log_rate_ratio",
+    "regime_bands",
     "resolve",
     "to_toml",
+    "with_constants",
 ]
 
 GPU_CLASSES = ("hbm", "gddr", "unified")
@@ -280,6 +286,21 @@ def bundled() -> Table:
     return load()
 
 
+#: Other spellings of the engine classes.
+ENGINE_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "tensorrt-llm": "trtllm", "trt-llm": "trtllm"}
+
+
+def engine_class(name: str) -> str:
+    """The engine class a name stands for: lower case, aliases resolved (not checked against a table).
+
+    Examples
+    --------
+    >>> engine_class("TensorRT-LLM"), engine_class("vLLM")
+    ('trtllm', 'vllm')
+    """
+    return ENGINE_ALIASES.get(name.lower(), name.lower())
+
+
 def _specificity(entry: GroupEntry) -> tuple[int, int, int]:
     return (entry.engine != ANY, entry.gpu_class != ANY, entry.format != ANY)
 
@@ -310,9 +331,7 @@ def resolve(table: Table, engine: str, gpu_class: str, family: str, fabric: str)
     >>> 0 < c.bandwidth <= 1 and c.layer_seconds > 0
     True
     """
-    key = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "tensorrt-llm": "trtllm", "trt-llm": "trtllm"}.get(
-        engine.lower(), engine.lower()
-    )
+    key = engine_class(engine)
     if key not in table.engines:
         raise ValueError(f"unknown engine {engine!r}; known: {', '.join(table.engines)}")
     if fabric not in table.fabrics:
@@ -508,20 +527,42 @@ class Fit:
     """Parameters (``kind:key:field``) the data informed."""
     cost: float
     success: bool
+    parameters: tuple[tuple[str, str, str], ...] = ()
+    """Every constant the fit varied, as ``(kind, name, field)``; the others are the priors'."""
 
 
-def _parameters(table: Table, keys: dict[str, Keys]) -> tuple[Table, list[tuple[str, str, str]]]:
-    """Add a specific group per (engine, GPU class, family) used by the cases; list the parameters."""
+def _with_groups(table: Table, keys: Iterable[str]) -> Table:
+    """Add a specific group for each ``engine/gpu_class/format`` key not in the table, copied from its match."""
     groups = list(table.groups)
     known = {g.key for g in groups}
-    for engine, gpu_cls, family, _ in keys.values():
-        key = f"{engine}/{gpu_cls}/{family}"
+    for key in keys:
         if key not in known:
+            engine, gpu_cls, family = key.split("/")
             base = group(table, engine, gpu_cls, family)
             groups.append(dataclasses.replace(base, engine=engine, gpu_class=gpu_cls, format=family,
                                               source=f"prior from {base.key}: {base.source}"))
             known.add(key)
-    table = dataclasses.replace(table, groups=tuple(groups))
+    return dataclasses.replace(table, groups=tuple(groups))
+
+
+def with_constants(table: Table, values: dict[tuple[str, str, str], float]) -> Table:
+    """``table`` with constants replaced, keyed ``(kind, name, field)`` as in ``FIELDS``.
+
+    A group key (``engine/gpu_class/format``) not yet in the table is added as a copy of the group
+    that matched it, then changed.
+
+    Examples
+    --------
+    >>> t = with_constants(bundled(), {("group", "vllm/hbm/16bit", "bandwidth"): 0.5})
+    >>> resolve(t, "vllm", "hbm", "16bit", "nvlink").bandwidth
+    0.5
+    """
+    return _set(_with_groups(table, [name for kind, name, _ in values if kind == "group"]), values)
+
+
+def _parameters(table: Table, keys: dict[str, Keys]) -> tuple[Table, list[tuple[str, str, str]]]:
+    """Add a specific group per (engine, GPU class, family) used by the cases; list the parameters."""
+    table = _with_groups(table, [f"{engine}/{gpu_cls}/{family}" for engine, gpu_cls, family, _ in keys.values()])
     used: list[tuple[str, str, str]] = []
     for engine, gpu_cls, family, fabric in sorted(set(keys.values())):
         for kind, name in (("engine", engine), ("group", f"{engine}/{gpu_cls}/{family}"), ("fabric", fabric)):
@@ -531,7 +572,14 @@ def _parameters(table: Table, keys: dict[str, Keys]) -> tuple[Table, list[tuple[
     return table, used
 
 
-def _get(table: Table, kind: str, name: str, name_field: str) -> float:
+def constant(table: Table, kind: str, name: str, name_field: str) -> float:
+    """One constant of a table, keyed as in ``FIELDS`` (``"group", "vllm/hbm/16bit", "bandwidth"``).
+
+    Examples
+    --------
+    >>> constant(bundled(), "fabric", "nvlink", "latency_seconds") > 0
+    True
+    """
     if kind == "engine":
         return float(getattr(table.engines[name], name_field))
     if kind == "fabric":
@@ -603,9 +651,9 @@ def fit(
 
     case_keys = {c.id: keys(c) for c in cases}
     table, params = _parameters(priors, case_keys)
-    prior = np.log([_get(table, *p) for p in params])
+    prior = np.log([constant(table, *p) for p in params])
     first = start if start is not None else table
-    x0 = np.log([_get(first, *p) if _has(first, p) else _get(table, *p) for p in params])
+    x0 = np.log([constant(first, *p) if _has(first, p) else constant(table, *p) for p in params])
     low = np.log([BOUNDS[p[2]][0] for p in params])
     high = np.log([BOUNDS[p[2]][1] for p in params])
     width = np.array([BOUNDS[p[2]][2] for p in params])
@@ -630,7 +678,8 @@ def fit(
             for p, column in zip(params, sensitive.T, strict=True)}
     fitted = _record(trial(result.x), params, prior, informed, rows)
     predictions = {c.id: float(predict(c, fitted)) for c in cases}
-    return Fit(fitted, predictions, tuple(":".join(p) for p in informed), float(result.cost), bool(result.success))
+    return Fit(fitted, predictions, tuple(":".join(p) for p in informed), float(result.cost), bool(result.success),
+               tuple(params))
 
 
 def _has(table: Table, param: tuple[str, str, str]) -> bool:
@@ -674,6 +723,48 @@ def _record(
         groups=tuple(update(g, "group", g.key) for g in table.groups),
         fabrics={k: update(f, "fabric", k) for k, f in table.fabrics.items()},
     )
+
+
+def leave_one_out(
+    cases: Sequence[Case],
+    priors: Table,
+    keys: Callable[[Case], Keys],
+    predict: Callable[[Case, Table], float],
+    *,
+    start: Table | None = None,
+    **options: Any,
+) -> dict[str, float]:
+    """Prediction of every case by a fit that did not see it, in the units of ``case.value``.
+
+    Each fit starts from ``start`` (typically the fit on every case, which makes the refits short);
+    ``options`` go to ``fit``. A case with no other case to learn from is predicted by ``priors``.
+    """
+    out = {}
+    for case in cases:
+        rest = [c for c in cases if c.id != case.id]
+        table = fit(rest, priors, keys, predict, start=start, **options).table if rest else priors
+        out[case.id] = float(predict(case, table))
+    return out
+
+
+def log_rate_ratio(case: Case, predicted: float) -> float:
+    """:math:`\\ln(y/\\hat y)` as a *rate* ratio (times are inverted): the unit of the bands. [-]"""
+    ratio = float(np.log(case.value / predicted))
+    return -ratio if case.metric == "ttft" else ratio
+
+
+def regime_bands(cases: Sequence[Case], predictions: dict[str, float], *, minimum_rows: int = 3) -> dict[str, Band]:
+    """p10-p90 bands per regime, per coarser regime and overall (``all``), from ``minimum_rows`` residuals each.
+
+    ``predictions`` are out-of-sample (leave-one-out) predictions of the cases, by id.
+    """
+    groups: dict[str, list[float]] = {}
+    for case in cases:
+        r = log_rate_ratio(case, predictions[case.id])
+        parts = case.regime.split(", ")
+        for name in [", ".join(parts[:n]) for n in range(1, len(parts) + 1)] + ["all"]:
+            groups.setdefault(name, []).append(r)
+    return {k: quantile_band(k, v) for k, v in sorted(groups.items()) if len(v) >= minimum_rows}
 
 
 def quantile_band(regime: str, log_residuals: Iterable[float], *, minimum: float = 0.05) -> Band:

@@ -7,15 +7,19 @@ frozen ``Estimate``. ``context`` and ``concurrency`` may be arrays: every field 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import Any
+import warnings
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, fields
+from functools import cache
+from typing import Any, NamedTuple
 
 import numpy as np
 
-from gpusizer import architecture, catalog, engines, memory, performance, precision
+from gpusizer import architecture, catalog, engines, memory, parallel, performance, precision
+from gpusizer import calibration as _calibration
 from gpusizer._checks import integer_array, plain, scalar_or_array
 
-__all__ = ["Estimate", "MemoryBreakdown", "estimate", "resolve_target"]
+__all__ = ["Estimate", "MemoryBreakdown", "ParallelBreakdown", "estimate", "resolve_target"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,38 @@ class MemoryBreakdown:
 
 
 @dataclass(frozen=True)
+class ParallelBreakdown:
+    """How the GPUs share the model (``gpusizer.parallel``) and what the split costs. Arrays broadcast."""
+
+    layout: str
+    """Canonical layout name (``tp8``, ``tp2xpp2``, ``tp8+ep8``, ``layer4``)."""
+    gpus: int
+    """GPUs of the layout. [-]"""
+    tensor_parallel: int
+    pipeline_parallel: int
+    expert_parallel: int
+    """1 when routed experts are split like every other matrix. [-]"""
+    data_parallel: int
+    """Independent replicas. [-]"""
+    attention_data_parallel: int
+    """Data-parallel attention groups per expert-parallel group. [-]"""
+    links: str
+    """Link classes the collectives cross (``interconnect.link_class``)."""
+    scaling_efficiency: Any
+    """Decode step of one GPU of this type with unlimited memory over ``gpus`` times this one's. [-]"""
+    prefill_scaling_efficiency: Any
+    """The same for the prefill of ``prompt``. [-]"""
+    communication_seconds_per_step: Any
+    """All-reduces, all-to-alls and pipeline hops of one decode step, expected. [s]"""
+    communication_share: Any
+    """``communication_seconds_per_step`` over the time per output token. [-]"""
+    reference_tokens_per_second: Any
+    """Per-user decode rate of the single unlimited-memory GPU, expected. [token/s]"""
+    speedup: Any
+    """Per-user decode rate over the reference's: ``gpus * scaling_efficiency``. [-]"""
+
+
+@dataclass(frozen=True)
 class Estimate:
     """Everything gpusizer knows about one configuration. Units in brackets; arrays broadcast."""
 
@@ -48,7 +84,7 @@ class Estimate:
     gpu: str
     engine: str
     gpus: int
-    """GPUs, tensor parallel. [-]"""
+    """GPUs the model is split over (``parallel`` says how). [-]"""
     weights: str
     """Precision of the linear weights."""
     expert_weights: str | None
@@ -65,19 +101,37 @@ class Estimate:
     kv_pool_bytes: Any
     """KV pool the engine allocates per GPU. [B]"""
     kv_pool_tokens: Any
-    """Tokens of ``context``-long sequences the KV pool holds. [token]"""
+    """Tokens of ``context``-long sequences the KV pools of the whole layout hold. [token]"""
     max_concurrency: Any
-    """Sequences of ``context`` tokens the KV pool holds. [-]"""
+    """Sequences of ``context`` tokens the KV pools of the whole layout hold. [-]"""
     max_context: Any
     """Longest context at ``concurrency`` that fits, capped at the model's maximum. [token]"""
     decode: performance.Decode
     """Decode speed of the next token when every sequence holds ``context`` tokens."""
     prefill: performance.Prefill
     """Prefill of one ``prompt`` and its time to first token."""
+    parallel: ParallelBreakdown | None = None
+    """Layout, links, scaling efficiency and communication share (always set by ``estimate``)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict; arrays become lists, sizes in bytes become integers."""
         return plain(asdict(self))
+
+    def __repr__(self) -> str:
+        from gpusizer import display
+
+        return display.estimate_summary(self)
+
+    def __str__(self) -> str:
+        from gpusizer import display
+
+        return display.estimate_text(self)
+
+    def _repr_html_(self) -> str:
+        """HTML for notebooks (``gpusizer.display.estimate_html``)."""
+        from gpusizer import display
+
+        return display.estimate_html(self)
 
 
 def resolve_target(gpu: str | catalog.GPU | catalog.System, gpus: int | None) -> tuple[catalog.GPU, int]:
@@ -100,6 +154,8 @@ def estimate(
     prompt: Any = None,
     gpus: int | None = None,
     engine: str | engines.EngineProfile = "vllm",
+    layout: str | parallel.Layout = "tp",
+    calibration: _calibration.Calibration | None = None,
 ) -> Estimate:
     """Size one model on one GPU type: memory per GPU, fit, KV pool and its limits.
 
@@ -121,9 +177,17 @@ def estimate(
     prompt : array_like of int, optional
         Prompt tokens of the request whose prefill and TTFT are reported; default ``context``. [token]
     gpus : int, optional
-        GPUs in tensor parallel; default 1, or the system's GPU count.
+        GPUs the model is split over; default the system's GPU count, the count an explicit
+        ``layout`` names (``"tp2xpp2"``: 4), else 1.
     engine : str
         ``"vllm"``, ``"sglang"``, ``"trtllm"`` or ``"llama.cpp"``.
+    layout : str or parallel.Layout
+        How the GPUs share the model (``gpusizer.parallel``): ``"tp"`` (tensor parallel over all of
+        them, the default), ``"pp"``, ``"ep"``, ``"layer"``, or degrees such as ``"tp2xpp2"``,
+        ``"tp8+ep8"``, ``"tp4xdp2"``. ``gpusizer.best_layout`` ranks the ones that fit.
+    calibration : Calibration, optional
+        Your own calibration (``gpusizer.calibrate``): where it covers this engine class and GPU class,
+        the speed, its efficiency constants and its p10-p90 band are the calibrated ones.
 
     Returns
     -------
@@ -135,7 +199,9 @@ def estimate(
     KeyError
         Unknown model or GPU id (the message names the closest ids).
     ValueError
-        Negative or fractional context or concurrency, unknown precision or engine.
+        Negative or fractional context or concurrency, unknown precision or engine, or a layout that
+        does not match ``gpus`` or the model (more stages than layers, expert parallelism without
+        experts). Attention heads that do not divide by the tensor-parallel degree only warn.
 
     Examples
     --------
@@ -144,81 +210,223 @@ def estimate(
     (True, 16.06)
     """
     record = catalog.model(model)
+    bare = isinstance(layout, str) and layout.strip().lower() in ("tp", "pp", "ep", "dp", "layer")
+    if gpus is None and _system(gpu) is None and not bare:
+        gpus = parallel.layout(layout).gpus  # an explicit layout on a bare GPU says how many
     device, count = resolve_target(gpu, gpus)
     count = int(integer_array(count, "gpus", minimum=1))
     ctx = integer_array(context, "context", minimum=1)
     users = integer_array(concurrency, "concurrency", minimum=1)
     profile = engines.engine(engine)
-
-    w = precision.precision(weights if weights is not None else record.weights)
-    experts = None if weights is not None or record.expert_weights is None else record.expert_weights
-    kv_name = kv_cache if kv_cache is not None else record.activation_dtype
-    kv_bpe = precision.kv_bytes_per_element(kv_name)
-    act_bpe = precision.bytes_per_element(record.activation_dtype)
-
-    counts = architecture.parameter_counts(record)
-    stored = precision.stored_weight_bytes(counts, w, experts, record.activation_dtype)
-    replicated = architecture.replicated_params(record) * act_bpe
-    weight_bytes = memory.shard_bytes(stored, replicated, count)
-
-    activation = _activation_bytes(record, profile, act_bpe, count)
-    runtime = profile.runtime_bytes + profile.cuda_graph_bytes + profile.runtime_bytes_multi_gpu * (count > 1)
-    unified = "unified" in (device.memory_type or "").lower()
-    capacity = engines.device_capacity(device.capacity, unified, profile)
-    pool = engines.kv_pool_bytes(
-        capacity, weight_bytes, activation + runtime, rule=profile.kv_rule, fraction=profile.memory_fraction
-    )
-
-    layout = architecture.kv_layout(record)
-    cache = dict(block_size=profile.block_size, tensor_parallel=count)
-    per_sequence = memory.sequence_cache_bytes(ctx, layout, kv_bpe, act_bpe, **cache)
-    kv_bytes = np.multiply(users, per_sequence)
-    headroom = memory.headroom_bytes(pool, kv_bytes)
-    limit = record.max_context or 2**24
-    total = np.add(weight_bytes + activation + runtime, kv_bytes)
-    fitting = memory.max_concurrency(pool, per_sequence)
+    plan = parallel.layout(layout, count)
+    parallel.check(plan, record, heads=False)
+    if record.num_heads % plan.tp:
+        warnings.warn(f"layout {plan.name!r}: the {record.num_heads} attention heads of {record.id} do not divide by "
+                      f"{plan.tp}, which engines refuse; see gpusizer.best_layout", stacklevel=2)
+    w, experts, kv_name = _precisions(record, weights, kv_cache)
+    footprint = _footprint(record, w, experts, kv_name)
+    sizes = _memory_numbers(footprint, profile, _capacity(device, profile), count, ctx, users, plan)
     decode, prefill = performance.speed(
-        record, device, weights=w.name, expert_weights=experts, kv_cache=kv_name, context=ctx,
-        concurrency=users, prompt=prompt, gpus=count, engine=profile.name,
+        record, device, weights=w, expert_weights=experts, kv_cache=kv_name, context=ctx,
+        concurrency=users, prompt=prompt, gpus=count, engine=profile.name, layout=plan, scale_out=_scale_out(gpu),
+        table=None if calibration is None else _calibration.efficiency_table(calibration, profile.name, device),
     )
     return Estimate(
         model=record.id,
         gpu=device.id,
         engine=profile.name,
         gpus=count,
-        weights=w.name,
+        weights=w,
         expert_weights=experts,
         kv_cache=kv_name,
         context=scalar_or_array(ctx),
         concurrency=scalar_or_array(users),
-        memory=MemoryBreakdown(
-            weights_bytes=weight_bytes,
-            kv_cache_bytes=scalar_or_array(kv_bytes),
-            activation_bytes=activation,
-            runtime_bytes=runtime,
-            total_bytes=scalar_or_array(total),
-            capacity_bytes=capacity,
-            budget_bytes=weight_bytes + activation + runtime + pool,
-            headroom_bytes=headroom,
-        ),
-        fits=scalar_or_array(np.asarray(headroom) >= 0),
-        kv_pool_bytes=pool,
-        kv_pool_tokens=memory.pool_tokens(pool, per_sequence, ctx),
-        max_concurrency=fitting,
-        max_context=memory.max_context(pool, users, layout, kv_bpe, act_bpe, limit=limit, **cache),
+        memory=MemoryBreakdown(**{f.name: sizes.pop(f.name) for f in fields(MemoryBreakdown)}),
+        **sizes,
         decode=decode,
         prefill=prefill,
+        parallel=_parallel_breakdown(plan, decode, prefill),
     )
 
 
-def _activation_bytes(record: catalog.Model, profile: engines.EngineProfile, act_bpe: float, count: int) -> float:
-    width = architecture.ffn_width_per_token(record)
-    formulas = {
-        "vllm": lambda: memory.vllm_activation_bytes(
-            profile.batched_tokens, record.hidden_size, width, record.vocab_size, profile.max_sequences, act_bpe, count
+def _system(target: Any) -> catalog.System | None:
+    """The system a target names, None for a GPU."""
+    if isinstance(target, str) and target.lower() in {s.id for s in catalog.systems()}:
+        return catalog.system(target)
+    return target if isinstance(target, catalog.System) else None
+
+
+def _scale_out(target: Any) -> float | None:
+    """Scale-out bandwidth per GPU and direction of a system target, None for a bare GPU. [B/s]"""
+    system = _system(target)
+    if system is not None and system.scale_out_bandwidth:
+        return system.scale_out_bandwidth / 8
+    return None
+
+
+def _parallel_breakdown(
+    plan: parallel.Layout, decode: performance.Decode, prefill: performance.Prefill
+) -> ParallelBreakdown:
+    """The layout and what it costs, from the decode and prefill records."""
+    speedup = np.multiply(plan.gpus, decode.scaling_efficiency)
+    return ParallelBreakdown(
+        layout=plan.name,
+        gpus=plan.gpus,
+        tensor_parallel=plan.tp,
+        pipeline_parallel=plan.pp,
+        expert_parallel=plan.ep,
+        data_parallel=plan.dp,
+        attention_data_parallel=plan.attention_dp,
+        links=_links(plan, decode),
+        scaling_efficiency=decode.scaling_efficiency,
+        prefill_scaling_efficiency=prefill.scaling_efficiency,
+        communication_seconds_per_step=decode.communication_seconds,
+        communication_share=scalar_or_array(np.divide(decode.communication_seconds, decode.tpot_seconds_expected)),
+        reference_tokens_per_second=scalar_or_array(np.divide(decode.expected_tokens_per_second, speedup)),
+        speedup=scalar_or_array(speedup),
+    )
+
+
+def _links(plan: parallel.Layout, decode: performance.Decode) -> str:
+    return decode.links if plan.gpus > 1 else "none"
+
+
+# --- records to numbers, and the memory numbers of a configuration -------------------------------
+# ``estimate`` and ``sweep`` share these: a footprint, an engine profile and a capacity are numbers for
+# one configuration, or records of arrays (``sweep``) that broadcast over many.
+
+
+def _precisions(record: catalog.Model, weights: str | None, kv_cache: str | None) -> tuple[str, str | None, str]:
+    """Names of the weight, routed-expert and KV-cache precisions, defaults filled from the checkpoint."""
+    w = precision.precision(weights if weights is not None else record.weights).name
+    experts = None if weights is not None or record.expert_weights is None else record.expert_weights
+    return w, experts, kv_cache if kv_cache is not None else record.activation_dtype
+
+
+class _Footprint(NamedTuple):
+    """A model at one set of precisions, as the numbers its memory needs."""
+
+    stored_bytes: Any
+    """Every weight as the checkpoint stores it. [B]"""
+    replicated_bytes: Any
+    """Weights every tensor-parallel rank keeps whole: vectors, and MLA's down-projections at the
+    weight precision. [B]"""
+    layer_bytes: Any
+    """Decoder layers without routed experts, embedding or head (``parallel.weight_parts``). [B]"""
+    expert_bytes: Any
+    """Routed experts. [B]"""
+    embedding_bytes: Any
+    head_bytes: Any
+    num_layers: Any
+    num_experts: Any
+    hidden: Any
+    ffn_width: Any
+    vocab: Any
+    layout: architecture.KvLayout
+    kv_bpe: Any
+    """KV-cache bytes per element. [B]"""
+    act_bpe: Any
+    """Activation bytes per element. [B]"""
+    limit: Any
+    """Longest context the model takes. [token]"""
+
+
+@cache
+def _footprint(record: catalog.Model, weights: str, experts: str | None, kv_cache: str) -> _Footprint:
+    """The memory numbers of a model at its precisions (cached: records are frozen)."""
+    act_bpe = precision.bytes_per_element(record.activation_dtype)
+    counts = architecture.parameter_counts(record)
+    parts = parallel.weight_parts(record, weights, experts, record.activation_dtype)
+    return _Footprint(
+        stored_bytes=precision.stored_weight_bytes(
+            counts, precision.precision(weights), experts, record.activation_dtype
         ),
-        "llama.cpp": lambda: memory.llama_cpp_compute_buffer_bytes(
-            profile.batched_tokens, record.hidden_size, width, record.vocab_size
-        ),
-    }
-    return float(formulas[profile.activation]())
+        replicated_bytes=parts.replicated,
+        layer_bytes=parts.layers,
+        expert_bytes=parts.experts,
+        embedding_bytes=parts.embedding,
+        head_bytes=parts.head,
+        num_layers=record.num_layers,
+        num_experts=record.moe.num_experts if record.moe else 1,
+        hidden=record.hidden_size,
+        ffn_width=architecture.ffn_width_per_token(record),
+        vocab=record.vocab_size,
+        layout=architecture.kv_layout(record),
+        kv_bpe=precision.kv_bytes_per_element(kv_cache),
+        act_bpe=act_bpe,
+        limit=record.max_context or 2**24,
+    )
+
+
+@cache
+def _capacity(device: catalog.GPU, profile: engines.EngineProfile) -> float:
+    """Memory the engine may use on one such GPU. [B]"""
+    unified = "unified" in (device.memory_type or "").lower()
+    return engines.device_capacity(device.capacity, unified, profile)
+
+
+#: Activation peak of an engine's largest forward pass, by ``EngineProfile.activation``. [B]
+_ACTIVATION: dict[str, Callable[[_Footprint, Any, Any], Any]] = {
+    "vllm": lambda f, e, count: memory.vllm_activation_bytes(
+        e.batched_tokens, f.hidden, f.ffn_width, f.vocab, e.max_sequences, f.act_bpe, count
+    ),
+    "llama.cpp": lambda f, e, count: memory.llama_cpp_compute_buffer_bytes(
+        e.batched_tokens, f.hidden, f.ffn_width, f.vocab
+    ),
+}
+
+
+def _by_name(name: Any, value: Callable[[str], Any]) -> Any:
+    """``value(name)``; for an array of names, every element takes the value of its own name."""
+    if isinstance(name, str):
+        return value(name)
+    out: Any = np.nan
+    for key in dict.fromkeys(np.asarray(name).flat):
+        out = np.where(name == key, value(key), out)
+    return out
+
+
+def _memory_numbers(
+    f: _Footprint, e: Any, capacity_bytes: Any, count: Any, ctx: Any, users: Any, plan: Any = None
+) -> dict[str, Any]:
+    """Memory fields of ``Estimate``: the breakdown per GPU, the KV pool and its limits.
+
+    ``f`` a footprint, ``e`` an engine profile (or any record with its fields), ``capacity_bytes`` [B],
+    ``count`` GPUs, ``ctx`` [token] and ``users``: numbers, or arrays that broadcast. ``plan`` is the
+    layout (``parallel.Layout``, or any record of its ``tp``, ``pp``, ``ep``, ``dp`` and
+    ``attention_dp`` as arrays); without one the ``count`` GPUs are tensor parallel. Per GPU: the
+    busiest rank's weights (``parallel.weights_per_gpu``), the KV cache of its stage's layers for the
+    sequences of its data-parallel group; the pool and concurrency limits count every group.
+    """
+    tp, pp, ep, groups = (count, 1, 1, 1) if plan is None else (plan.tp, plan.pp, plan.ep, plan.dp * plan.attention_dp)
+    weight_bytes = parallel.weights_per_gpu(
+        f.layer_bytes, f.replicated_bytes, f.expert_bytes, f.embedding_bytes, f.head_bytes,
+        num_layers=f.num_layers, num_experts=f.num_experts, tp=tp, pp=pp, ep=ep,
+    )
+    activation = _by_name(e.activation, lambda kind: _ACTIVATION[kind](f, e, tp))
+    runtime = e.runtime_bytes + e.cuda_graph_bytes + e.runtime_bytes_multi_gpu * (count > 1)
+    pool = _by_name(e.kv_rule, lambda rule: engines.kv_pool_bytes(
+        capacity_bytes, weight_bytes, activation + runtime, rule=rule, fraction=e.memory_fraction
+    ))
+    cache = dict(block_size=e.block_size, tensor_parallel=tp)
+    stage = parallel.stage_fraction(f.num_layers, pp)  # exactly 1.0 without pipeline stages
+    per_sequence = np.multiply(memory.sequence_cache_bytes(ctx, f.layout, f.kv_bpe, f.act_bpe, **cache), stage)
+    resident = parallel.sequences_per_group(users, groups)
+    kv_bytes = np.multiply(resident, per_sequence)
+    headroom = memory.headroom_bytes(pool, kv_bytes)
+    return dict(
+        weights_bytes=weight_bytes,
+        kv_cache_bytes=scalar_or_array(kv_bytes),
+        activation_bytes=activation,
+        runtime_bytes=runtime,
+        total_bytes=scalar_or_array(np.add(weight_bytes + activation + runtime, kv_bytes)),
+        capacity_bytes=capacity_bytes,
+        budget_bytes=weight_bytes + activation + runtime + pool,
+        headroom_bytes=headroom,
+        fits=scalar_or_array(np.asarray(headroom) >= 0),
+        kv_pool_bytes=pool,
+        kv_pool_tokens=scalar_or_array(np.multiply(memory.pool_tokens(pool, per_sequence, ctx), groups)),
+        max_concurrency=scalar_or_array(np.multiply(memory.max_concurrency(pool, per_sequence), groups)),
+        max_context=memory.max_context(np.divide(pool, stage), resident, f.layout, f.kv_bpe, f.act_bpe,
+                                       limit=f.limit, **cache),
+    )

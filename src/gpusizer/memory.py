@@ -321,7 +321,7 @@ def max_context(
     kv_bytes_per_element: Any,
     activation_bytes_per_element: Any = 2.0,
     *,
-    limit: int = 2**24,
+    limit: Any = 2**24,
     block_size: Any = 1,
     tensor_parallel: Any = 1,
 ) -> Any:
@@ -329,7 +329,8 @@ def max_context(
 
     ``sequence_cache_bytes`` is non-decreasing in the context, so a bisection over whole tokens
     (vectorised, 25 steps for ``limit = 2**24``) finds the exact largest fitting context; 0 when not
-    even one token fits, ``limit`` when everything up to it does.
+    even one token fits, ``limit`` when everything up to it does. ``limit`` (the model's longest
+    context) broadcasts like the other arguments, so one call covers several models.
 
     Returns
     -------
@@ -345,12 +346,13 @@ def max_context(
         )
         return np.multiply(concurrency, per_sequence) <= budget
 
+    limits = np.asarray(limit, dtype=np.int64)
     shape = np.broadcast_shapes(
-        budget.shape, np.shape(concurrency), np.shape(tensor_parallel), np.shape(kv_bytes_per_element)
+        budget.shape, np.shape(concurrency), np.shape(tensor_parallel), np.shape(kv_bytes_per_element), limits.shape
     )
     low = np.zeros(shape, dtype=np.int64)  # invariant: low == 0 or low fits
-    high = np.full(shape, limit, dtype=np.int64)  # invariant: the answer is <= high
-    for _ in range(int(limit).bit_length()):
+    high = np.full(shape, limits, dtype=np.int64)  # invariant: the answer is <= high
+    for _ in range(int(limits.max()).bit_length()):  # more steps than an element needs change nothing
         middle = (low + high + 1) // 2
         ok = fits(middle)
         low = np.where(ok, middle, low)

@@ -10,21 +10,26 @@ of ``data/efficiency.toml`` (the expected value), and attaches the p10-p90 band 
 decode step per output token), the setting of offline benchmarks; ``predict`` maps a calibration
 measurement onto these functions for ``efficiency.fit`` and the validation report.
 
-Multi-GPU: ``split="tensor"`` shards weights, KV heads and FLOPs over ``gpus`` and adds two ring
-all-reduces per layer; ``split="layer"`` (llama.cpp's default) runs the layers' stages one after the
-other, so a token takes as long as on one GPU holding every layer, plus one hop per stage boundary.
+Multi-GPU: ``layout`` (``gpusizer.parallel``) says how ``gpus`` GPUs share the model. Tensor
+parallelism shards weights, KV heads and FLOPs and adds two all-reduces per layer, timed by the
+algorithm the engine runs on that link (``interconnect``); pipeline stages run a micro-batch's layers
+one after the other and hand activations on; expert parallelism divides the routed experts by expert,
+waits for the busiest rank, and adds an all-to-all dispatch and combine per MoE layer when attention
+is data parallel. ``split="layer"`` (llama.cpp's default) is the layout ``layer``: stages one after
+the other, so a token takes as long as on one GPU holding every layer, plus one hop per boundary.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
-from dataclasses import asdict, dataclass
-from functools import cache
-from typing import Any, NamedTuple
+from dataclasses import asdict, dataclass, fields, is_dataclass, replace
+from functools import cache, lru_cache
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
-from gpusizer import architecture, catalog, decode, efficiency, memory, prefill, roofline
+from gpusizer import architecture, catalog, decode, efficiency, interconnect, memory, parallel, prefill, roofline
 from gpusizer import precision as precisions
 from gpusizer._checks import integer_array, plain, scalar_or_array
 
@@ -71,6 +76,10 @@ class Decode:
     """Fixed per-layer and per-step costs plus all-reduces, expected. [s]"""
     allreduce_seconds: Any
     """One all-reduce, expected (0 on one GPU). [s]"""
+    communication_seconds: Any
+    """All collectives of the step, expected: all-reduces, MoE all-to-alls, pipeline hops. [s]"""
+    scaling_efficiency: Any
+    """Step time of one GPU of this type with unlimited memory over ``gpus`` times this one, expected. [-]"""
     regime: str
     """Regime of the band: ``decode, batch 1`` or ``decode, batch > 1`` (``decode`` when an array mixes
     both), with ``, tensor parallel`` or ``, layer split`` on several GPUs."""
@@ -80,6 +89,10 @@ class Decode:
     """Whether measurements informed that group (else priors only, band widened)."""
     compute_rate_published: bool
     """False when the GPU has no published tensor rate: compute time is then not modelled."""
+    layout: str = "tp1"
+    """How the GPUs share the model (``gpusizer.parallel``)."""
+    links: str = "none"
+    """Link classes the step's collectives cross (``interconnect.link_class``)."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +131,10 @@ class Prefill:
     """p10 and p90 of ``ttft_seconds_expected``. [s]"""
     bound: Any
     """``"memory"`` or ``"compute"``."""
+    communication_seconds: Any
+    """All collectives of the prefill, expected. [s]"""
+    scaling_efficiency: Any
+    """Prefill time of one GPU of this type with unlimited memory over ``gpus`` times this one. [-]"""
     regime: str
     constants: str
     informed: bool
@@ -156,6 +173,10 @@ class _Model:
     num_experts: int
     experts_per_token: int
     moe_layers: int
+    allreduce_layers: int
+    """Tensor-parallel all-reduces per forward pass: one per mixer and one per dense or MoE FFN."""
+    dense_ffn_layers: int
+    """Layers with a dense FFN (all-reduced, not all-to-all'd, under expert parallelism)."""
     windows: tuple[tuple[float, int], ...]
     heads: int
     decode_dims: tuple[int, int]
@@ -201,10 +222,12 @@ def _model(record: catalog.Model, weights: str, expert_weights: str | None, kv_c
         dense_bytes=(counts.linear * w.bits + counts.vector * act.bits) / 8,
         head_bytes=head * table.bits / 8,
         expert_bytes=counts.experts * e.bits / 8,
-        replicated_bytes=architecture.replicated_params(record) * act.bits / 8,
+        replicated_bytes=parallel.weight_parts(record, weights, expert_weights, record.activation_dtype).replicated,
         num_experts=record.moe.num_experts if record.moe else 1,
         experts_per_token=record.moe.experts_per_token if record.moe else 1,
         moe_layers=sum(kind == "moe" for kind in record.ffns),
+        allreduce_layers=sum(kind != "none" for kind in record.layers) + sum(kind != "none" for kind in record.ffns),
+        dense_ffn_layers=sum(kind == "dense" for kind in record.ffns),
         windows=tuple(sorted(windows.items())),
         heads=record.num_heads,
         decode_dims=(mla.kv_lora_rank + mla.qk_rope_head_dim, mla.kv_lora_rank) if mla else (record.head_dim,) * 2,
@@ -216,10 +239,6 @@ def _model(record: catalog.Model, weights: str, expert_weights: str | None, kv_c
         weights=w,
         experts=e,
     )
-
-
-#: Usable PCI Express bandwidth per lane and direction, by generation (128b/130b encoding). [B/s]
-PCIE_LANE = {3: 0.985e9, 4: 1.969e9, 5: 3.938e9, 6: 7.563e9}
 
 
 @dataclass(frozen=True)
@@ -239,6 +258,42 @@ class _Setup:
     family: str
     fabric: str
     published: bool
+    tp: Any = 1
+    """Tensor-parallel degree (``parallel.Layout``). [-]"""
+    pp: Any = 1
+    """Pipeline stages. [-]"""
+    ep: Any = 1
+    """Expert-parallel degree. [-]"""
+    groups: Any = 1
+    """Data-parallel groups sharing the concurrency: replicas x attention groups. [-]"""
+    attention_dp: Any = 1
+    """Data-parallel attention groups feeding one expert-parallel group. [-]"""
+    sequential: Any = False
+    """Stages run one after the other without micro-batches (llama.cpp layer split)."""
+    tp_bus: Any = 1.0
+    """Achieved bus bandwidth of the tensor-parallel link. [B/s]"""
+    tp_hop: Any = 0.0
+    """Ring-step latency on it. [s]"""
+    tp_latency: Any = 1.0
+    """Its base latency over the fitted latency of ``fabric``. [-]"""
+    tp_custom: Any = False
+    """The engine runs its one-shot/two-shot all-reduce on it."""
+    custom_max_bytes: Any = 0.0
+    """Largest message of the custom all-reduce. [B]"""
+    pp_bandwidth: Any = 1.0
+    """Achieved bandwidth between pipeline stages. [B/s]"""
+    pp_latency: Any = 1.0
+    """Base latency of a stage hop over the fitted latency of ``fabric``. [-]"""
+    pp_hop: Any = 0.0
+    """Extra latency of one stage hop. [s]"""
+    ep_bandwidth: Any = 1.0
+    """Achieved all-to-all bandwidth of the expert-parallel link. [B/s]"""
+    ep_latency: Any = 1.0
+    """Its base latency over the fitted latency of ``fabric``. [-]"""
+    pipelined_prefill: Any = False
+    """The engine overlaps a prompt's chunks across pipeline stages."""
+    links: Any = ""
+    """Link classes the layout's collectives cross, for reports."""
 
 
 def _peak(rates: Any, p: precisions.Precision, integer_matmul: bool) -> tuple[float, str]:
@@ -247,12 +302,53 @@ def _peak(rates: Any, p: precisions.Precision, integer_matmul: bool) -> tuple[fl
     return roofline.tensor_peak(rates, p.compute)
 
 
-def _fabric(device: catalog.GPU, gpus: int) -> tuple[str, float]:
-    link = device.interconnect
-    if link.nvlink_generation and link.bandwidth and gpus <= device.scale_up_domain:
-        return "nvlink", link.bandwidth / 2
-    lanes = PCIE_LANE.get(link.pcie_generation or 4, PCIE_LANE[4]) * (link.pcie_lanes or 16)
-    return ("pcie-host" if link.peer_to_peer is False else "pcie"), lanes
+def _plan(split: str, gpus: int) -> parallel.Layout:
+    """The layout a ``split`` (``tensor``, ``layer`` or a layout name) means on ``gpus`` GPUs."""
+    return parallel.layout({"tensor": "tp", "layer": "layer"}.get(split, split), gpus)
+
+
+def _roles(device: catalog.GPU, plan: parallel.Layout, scale_out: float | None = None) -> dict[str, Any]:
+    """The links of a layout's collectives: tensor parallel, expert parallel, between stages, across a replica."""
+    span = plan.group * plan.pp
+    tp, ep, pp = (interconnect.link_class(device, n, scale_out_bandwidth=scale_out) for n in (plan.tp, plan.ep, span))
+    main = tp if plan.tp > 1 else ep if plan.ep > 1 else pp
+    return {"tp": tp, "ep": ep, "pp": pp, "main": main}
+
+
+def _fabric(device: catalog.GPU, gpus: int, split: str = "tensor") -> tuple[str, float]:
+    """Fitted fabric and line rate per direction of the link that carries most of the layout's traffic."""
+    main = _roles(device, _plan(split, gpus))["main"]
+    return main.fabric, main.bandwidth
+
+
+def _layout_fields(
+    device: catalog.GPU, gpus: int, engine: str, split: str, table: efficiency.Table, scale_out: float | None = None
+) -> dict[str, Any]:
+    """``_Setup``'s layout fields for one GPU type, GPU count and engine (``interconnect`` constants)."""
+    plan = _plan(split, gpus)
+    roles = _roles(device, plan, scale_out)
+    fabrics = table.fabrics
+
+    def bus(link: interconnect.Link) -> float:
+        return link.bandwidth * (link.bandwidth_fraction or fabrics[link.fabric].bandwidth_fraction)
+
+    def ratio(link: interconnect.Link) -> float:
+        return fabrics[link.fabric].latency_seconds / fabrics[roles["main"].fabric].latency_seconds
+
+    tp, ep, pp = roles["tp"], roles["ep"], roles["pp"]
+    custom, limit = interconnect.custom_allreduce(efficiency.engine_class(engine), tp, plan.tp)
+    collectives = interconnect.bundled().engines.get(efficiency.engine_class(engine))
+    used = [f"tensor {tp.name}"] * (plan.tp > 1) + [f"expert {ep.name}"] * (plan.attention_dp > 1)
+    used += [f"pipeline {pp.name}"] * (plan.pp > 1)
+    return dict(
+        tp=plan.tp, pp=plan.pp, ep=plan.ep, groups=plan.dp * plan.attention_dp, attention_dp=plan.attention_dp,
+        sequential=plan.sequential, tp_bus=bus(tp), tp_hop=tp.hop_latency, tp_latency=ratio(tp), tp_custom=custom,
+        custom_max_bytes=limit, pp_bandwidth=bus(pp), pp_latency=ratio(pp), pp_hop=pp.hop_latency,
+        ep_bandwidth=ep.bandwidth * (ep.alltoall_fraction or ep.bandwidth_fraction
+                                     or fabrics[ep.fabric].bandwidth_fraction),
+        ep_latency=ratio(ep), pipelined_prefill=bool(collectives and collectives.pipelined_prefill),
+        links=", ".join(used) or "none",
+    )
 
 
 def _setup(
@@ -265,38 +361,160 @@ def _setup(
     engine: str,
     split: str,
     table: efficiency.Table,
+    scale_out: float | None = None,
 ) -> _Setup:
+    """One configuration's numbers: ``_setups`` of one record each, its fields as Python scalars."""
     numbers = _model(record, weights, expert_weights, kv_cache)
-    integer = efficiency.resolve(table, engine, "hbm", "16bit", "nvlink").integer_matmul
-    dense_peak, dense_used = _peak(device.dense, numbers.weights, integer)
-    expert_peak, expert_used = _peak(device.dense, numbers.experts, integer)
-    attention_peak, _ = roofline.tensor_peak(device.dense, "fp8" if numbers.kv_bpe <= 1 else "bf16")
-    main = numbers.experts if numbers.expert_bytes > numbers.dense_bytes else numbers.weights
-    used = expert_used if main is numbers.experts else dense_used
-    native = used == main.compute or main.compute in ("bf16", "fp16", "fp32")
-    fabric, link = _fabric(device, gpus)
-    return _Setup(
-        model=numbers,
-        gpus=gpus,
+    s, _ = _setups(_cell(numbers), _cell(device), np.asarray(gpus), _cell(engine), split, table, scale_out)
+    items = {f.name: getattr(s, f.name) for f in fields(s) if isinstance(getattr(s, f.name), np.ndarray)}
+    return replace(s, model=numbers, **{name: value.item() for name, value in items.items()})
+
+
+def _cell(value: Any) -> np.ndarray:
+    """A 0-d object array holding ``value`` (``np.asarray`` would unpack tuples and records)."""
+    out = np.empty((), dtype=object)
+    out[()] = value
+    return out
+
+
+def _unique(values: np.ndarray) -> tuple[list[Any], np.ndarray]:
+    """Distinct entries of an object array in first-seen order, and each entry's index into them."""
+    seen: dict[Any, int] = {}
+    codes = [seen.setdefault(value, len(seen)) for value in values.flat]
+    return list(seen), np.asarray(codes, dtype=np.intp).reshape(values.shape)
+
+
+def _column(values: list[Any], codes: np.ndarray) -> np.ndarray:
+    """``values[codes]``: one value per distinct record spread over the records' array shape."""
+    array = np.asarray(values) if isinstance(values[0], int | float | np.number) else _objects(values)
+    return array[codes]
+
+
+def _objects(values: list[Any]) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    for i, value in enumerate(values):  # element by element: numpy would unpack tuples
+        out[i] = value
+    return out
+
+
+def _stack(records: list[Any], codes: np.ndarray) -> Any:
+    """One record of arrays from records of numbers (``_Model``, ``KvLayout``, estimator's footprint):
+    every field becomes ``values[codes]``. Variable-length groups (``windows``, ``KvLayout.windowed``:
+    pairs of window and count) are padded with ``(1, 0)``, a group that counts for nothing."""
+    first = records[0]
+    names = list(cast(Any, first)._fields) if isinstance(first, tuple) else [f.name for f in fields(first)]
+    out = {}
+    for name in names:
+        values = [getattr(record, name) for record in records]
+        if hasattr(values[0], "_fields") or is_dataclass(values[0]):
+            out[name] = _stack(values, codes)
+        elif isinstance(values[0], tuple) and all(isinstance(v, tuple) and all(isinstance(p, tuple) for p in v)
+                                                  for v in values):
+            width = max(len(v) for v in values)
+            padded = [v + ((1, 0),) * (width - len(v)) for v in values]
+            out[name] = tuple(
+                (_column([v[k][0] for v in padded], codes), _column([v[k][1] for v in padded], codes))
+                for k in range(width)
+            )
+        elif isinstance(values[0], tuple):
+            out[name] = tuple(_column(list(group), codes) for group in zip(*values, strict=True))
+        else:
+            out[name] = _column(values, codes)
+    return type(first)(**out)
+
+
+def _setups(
+    numbers: np.ndarray, devices: np.ndarray, gpus: np.ndarray, engines: np.ndarray, split: str,
+    table: efficiency.Table, scale_out: float | None = None,
+) -> tuple[_Setup, efficiency.Constants]:
+    """``_setup`` and its constants for arrays of records that broadcast together, every field an array.
+
+    ``numbers`` (``_Model``), ``devices`` (``GPU``) and ``engines`` (engine names) are object arrays,
+    ``gpus`` an integer array. What depends on a pair of records (a GPU's peak at a precision, the
+    format family, the fabric, the efficiency group) is worked out once per distinct pair and spread
+    over the broadcast shape by indexing: no loop over configurations.
+    """
+    models, m = _unique(numbers)
+    parts, g = _unique(devices)
+    names, e = _unique(engines)
+    counts, n = _unique(np.asarray(gpus).astype(object))
+    formats: dict[precisions.Precision, int] = {}
+    for x in models:
+        formats.setdefault(x.weights, len(formats))
+        formats.setdefault(x.experts, len(formats))
+    integer = _column([efficiency.resolve(table, x, "hbm", "16bit", "nvlink").integer_matmul for x in names], e)
+    peak = np.empty((len(formats), len(parts), 2))
+    family = np.empty(peak.shape, dtype=np.intp)
+    families: dict[str, int] = {}
+    for (i, p), (j, device), k in itertools.product(enumerate(formats), enumerate(parts), (0, 1)):
+        peak[i, j, k], used = _peak(device.dense, p, bool(k))
+        native = used == p.compute or p.compute in ("bf16", "fp16", "fp32")
+        name = efficiency.format_family(p.bits, p.compute, p.weight_only, native)
+        family[i, j, k] = families.setdefault(name, len(families))
+    fabric = np.empty((len(parts), len(counts)), dtype=np.intp)
+    link = np.empty(fabric.shape)
+    fabrics: dict[str, int] = {}
+    for (j, device), (q, count) in itertools.product(enumerate(parts), enumerate(counts)):
+        name, link[j, q] = _fabric(device, int(count), split)
+        fabric[j, q] = fabrics.setdefault(name, len(fabrics))
+    layout = _layout_columns(names, parts, counts, (e, g, n), split, table, scale_out)
+    classes: dict[str, int] = {}
+    gpu_class = np.asarray([classes.setdefault(efficiency.gpu_class(d.memory_type), len(classes)) for d in parts])[g]
+    main = [formats[x.experts if x.expert_bytes > x.dense_bytes else x.weights] for x in models]
+    attention = np.asarray([[roofline.tensor_peak(d.dense, c)[0] for c in ("bf16", "fp8")] for d in parts])
+    dense_peak = peak[_column([formats[x.weights] for x in models], m), g, integer.astype(np.intp)]
+    group = family[_column(main, m), g, integer.astype(np.intp)]
+    keys = np.broadcast_arrays(e, gpu_class, group, fabric[g, n])
+    combos, inverse = np.unique(np.stack([k.ravel() for k in keys], axis=-1), axis=0, return_inverse=True)
+    labels = list(classes), list(families), list(fabrics)
+    resolved = [efficiency.resolve(table, names[a], labels[0][b], labels[1][c], labels[2][d]) for a, b, c, d in combos]
+    where = inverse.reshape(keys[0].shape)
+    columns: dict[str, Any] = {
+        f.name: _column([getattr(r, f.name) for r in resolved], where) for f in fields(efficiency.Constants)
+    }
+    constants = efficiency.Constants(**columns)
+    arrays: dict[str, Any] = dict(  # the fields of _Setup, as arrays
+        model=_stack(models, m),
+        gpus=np.asarray(gpus),
         split=split,
-        engine=engine,
-        bandwidth=device.memory_bandwidth,
+        engine=_column(names, e),
+        bandwidth=_column([float(d.memory_bandwidth) for d in parts], g),
         dense_peak=dense_peak,
-        expert_peak=expert_peak,
-        attention_peak=attention_peak,
-        link_bandwidth=link,
-        gpu_class=efficiency.gpu_class(device.memory_type),
-        family=efficiency.format_family(main.bits, main.compute, main.weight_only, native),
-        fabric=fabric,
-        published=bool(np.isfinite(dense_peak)),
+        expert_peak=peak[_column([formats[x.experts] for x in models], m), g, integer.astype(np.intp)],
+        attention_peak=attention[g, _column([int(x.kv_bpe <= 1) for x in models], m)],
+        link_bandwidth=link[g, n],
+        gpu_class=_column(list(classes), gpu_class),
+        family=_column(list(families), group),
+        fabric=_column(list(fabrics), fabric[g, n]),
+        published=np.isfinite(dense_peak),
+        **layout,
     )
+    return _Setup(**arrays), constants
+
+
+def _layout_columns(
+    names: list[str], parts: list[catalog.GPU], counts: list[Any], codes: tuple[np.ndarray, ...], split: str,
+    table: efficiency.Table, scale_out: float | None = None,
+) -> dict[str, np.ndarray]:
+    """``_layout_fields`` per distinct engine, GPU and count, spread over the broadcast shape by ``codes``."""
+    combos = itertools.product(enumerate(names), enumerate(parts), enumerate(counts))
+    found = {(a, j, q): _layout_fields(device, int(count), name, split, table, scale_out)
+             for (a, name), (j, device), (q, count) in combos}
+    out = {}
+    for key, first in found[0, 0, 0].items():
+        grid = np.empty((len(names), len(parts), len(counts)), dtype=object)
+        for index, values in found.items():
+            grid[index] = values[key]
+        picked = np.asarray(grid[codes], dtype=object)
+        out[key] = picked if isinstance(first, str) else picked.astype(type(first))
+    return out
 
 
 # --- operator counts of one engine step -----------------------------------------------------------
 
 
 class _Step(NamedTuple):
-    """FLOPs and bytes of one engine step on one GPU, by operator class (arrays)."""
+    """FLOPs and bytes of one forward pass on one GPU, by operator class (arrays)."""
 
     tokens: Any
     dense_flops: Any
@@ -307,49 +525,107 @@ class _Step(NamedTuple):
     kv_bytes: Any
     activation_bytes: Any
     allreduce_bytes: Any
+    """One tensor-parallel all-reduce, and what a pipeline stage hands to the next. [B]"""
+    alltoall_bytes: Any
+    """What the busiest GPU moves in one MoE dispatch (or combine), its own share excluded. [B]"""
     touched: Any
 
 
-def _shards(s: _Setup) -> int:
-    return s.gpus if s.split == "tensor" else 1
+def _shards(s: _Setup) -> Any:
+    return s.tp
 
 
-def _step(s: _Setup, new: Any, before: Any, sequences: Any, *, head: Any, dims: tuple[int, int]) -> _Step:
-    """One step in which ``sequences`` sequences each add ``new`` tokens after ``before`` cached ones."""
-    m, tp = s.model, _shards(s)
+def _step(
+    s: _Setup, new: Any, before: Any, sequences: Any, *, head: Any, dims: tuple[int, int], routed: Any = None
+) -> _Step:
+    """One pass through every layer in which ``sequences`` sequences of one data-parallel group each add
+    ``new`` tokens after ``before`` cached ones; ``routed`` tokens (default: those of every attention
+    group of the expert-parallel group) reach each MoE layer."""
+    m, tp = s.model, s.tp
     tokens = np.multiply(sequences, new)
+    routed = np.multiply(tokens, s.attention_dp) if routed is None else routed
     pairs = sum(layers * prefill.attention_pairs(new, before, window) for window, layers in m.windows)
     attention = roofline.attention_flops(np.multiply(sequences, pairs), m.heads, *dims)
     attention = attention + prefill.recurrent_flops(tokens, m.state_elements)
     cache_read = memory.sequence_cache_bytes(np.add(before, new), m.layout, m.kv_bpe, m.act_bpe, tensor_parallel=tp)
-    touched = decode.experts_touched(tokens, m.num_experts, m.experts_per_token) * (m.moe_layers > 0)
+    touched = decode.experts_touched(routed, m.num_experts, m.experts_per_token) * (m.moe_layers > 0)
     dense = memory.shard_bytes(m.dense_bytes + m.head_bytes * np.asarray(head), m.replicated_bytes, tp)
-    experts = decode.streamed_weight_bytes(tokens, 0.0, m.expert_bytes, m.num_experts, m.experts_per_token) / tp
+    held = np.ceil(np.divide(m.num_experts, s.ep))  # whole experts on the busiest expert-parallel rank
+    share = np.where(np.asarray(s.ep) > 1, held / np.asarray(m.num_experts, dtype=float), 1.0 / np.asarray(tp))
+    experts = decode.streamed_weight_bytes(routed, 0.0, m.expert_bytes, m.num_experts, m.experts_per_token) * share
     moved = decode.activation_bytes(tokens, m.layers, m.hidden, m.ffn_width, m.vocab, m.act_bpe) / tp
+    load = np.where(np.asarray(s.ep) > 1, parallel.max_rank_load(routed, m.experts_per_token, s.ep, held),
+                    np.multiply(routed, m.experts_per_token) / tp)
+    sent = np.maximum(np.multiply(tokens, m.experts_per_token) / tp, load)
+    exchange = sent * m.hidden * m.act_bpe * (np.asarray(s.ep) - 1.0) / s.ep
     active = tokens > 0
     return _Step(
         tokens=tokens,
         dense_flops=np.add(roofline.gemm_flops(tokens, m.dense_params),
                            roofline.gemm_flops(np.multiply(sequences, head), m.head_params)) / tp,
         dense_bytes=np.where(active, dense + moved, 0.0),
-        expert_flops=roofline.gemm_flops(tokens, m.active_expert_params) / tp,
+        expert_flops=2.0 * load * (m.active_expert_params / m.experts_per_token),
         expert_bytes=np.where(active, experts, 0.0),
         attention_flops=np.asarray(attention) / tp,
         kv_bytes=np.where(active, np.multiply(sequences, cache_read), 0.0),
         activation_bytes=np.where(active, moved, 0.0),
         allreduce_bytes=tokens * m.hidden * m.act_bpe,
+        alltoall_bytes=np.where(np.asarray(s.attention_dp) > 1, exchange, 0.0),
         touched=touched,
     )
 
 
+def _micro_batches(s: _Setup, concurrency: Any) -> tuple[Any, Any, Any]:
+    """Sequences of the busiest data-parallel group's larger and smaller micro-batches, and the share of
+    its micro-batches that are the larger (one micro-batch without pipeline stages)."""
+    group = parallel.sequences_per_group(concurrency, s.groups)
+    count = parallel.micro_batches(group, s.pp, s.sequential)
+    small = group // count
+    extra = group - small * count
+    return small + (extra > 0), small, np.where(extra > 0, extra / count, 1.0)
+
+
 def _decode_step(s: _Setup, context: Any, concurrency: Any) -> _Step:
-    return _step(s, 1, np.subtract(context, 1), concurrency, head=1, dims=s.model.decode_dims)
+    """The pass of the busiest group's larger micro-batch."""
+    large, _, _ = _micro_batches(s, concurrency)
+    return _step(s, 1, np.subtract(context, 1), large, head=1, dims=s.model.decode_dims)
+
+
+def _decode_seconds(s: _Setup, c: efficiency.Constants | None, context: Any, concurrency: Any) -> Any:
+    """Time per output token. With pipeline stages each stage works through every micro-batch in turn,
+    so a round (one token for every sequence) lasts the mean pass of the micro-batches in flight."""
+    large, small, share = _micro_batches(s, concurrency)
+    before = np.subtract(context, 1)
+    seconds = _seconds(_step(s, 1, before, large, head=1, dims=s.model.decode_dims), s, c, phase="decode")
+    if np.all(share == 1.0):
+        return seconds
+    rest = _seconds(_step(s, 1, before, small, head=1, dims=s.model.decode_dims), s, c, phase="decode")
+    return np.add(np.multiply(share, seconds), np.multiply(1.0 - share, rest))
+
+
+def _single(s: _Setup) -> _Setup:
+    """The same configuration on one GPU with unlimited memory: the reference of scaling efficiency."""
+    return replace(s, tp=1, pp=1, ep=1, groups=1, attention_dp=1, sequential=False)
 
 
 def _prefill_steps(s: _Setup, prompt: Any, chunk: float, prompts: Any = 1) -> _Step:
     sizes, before = prefill.chunk_tokens(prompt, chunk)
     last = (sizes > 0) & (np.add(before, sizes) >= np.asarray(prompt, dtype=float)[..., None])
-    return _step(s, sizes, before, np.asarray(prompts)[..., None], head=last, dims=s.model.prefill_dims)
+    asked = np.asarray(prompts)[..., None]
+    group = parallel.sequences_per_group(asked, s.groups)
+    replica = parallel.sequences_per_group(asked, np.asarray(s.groups) // s.attention_dp)
+    return _step(s, sizes, before, group, head=last, dims=s.model.prefill_dims, routed=sizes * replica)
+
+
+def _prefill_seconds(
+    steps: _Step, s: _Setup, c: efficiency.Constants | None, layout: _Setup, request: Any = 0.0
+) -> Any:
+    """Prefill time from its chunk steps: one after the other, or flowing through the pipeline stages when
+    the engine overlaps them (``layout``: the setup without the chunk axis)."""
+    times = np.where(np.asarray(steps.tokens) > 0, _seconds(steps, s, c, phase="prefill"), 0.0)
+    overlap = np.logical_and(layout.pipelined_prefill, np.asarray(layout.pp) > 1)
+    flowing = np.add(parallel.pipelined_seconds(times, layout.pp), request)
+    return scalar_or_array(np.where(overlap, flowing, prefill.chunked_seconds(times, steps.tokens, request)))
 
 
 def _seconds(step: _Step, s: _Setup, c: efficiency.Constants | None, *, phase: str) -> Any:
@@ -372,16 +648,30 @@ def _seconds(step: _Step, s: _Setup, c: efficiency.Constants | None, *, phase: s
 
 
 def _allreduce(step: _Step, s: _Setup, c: efficiency.Constants) -> Any:
-    gpus = s.gpus if s.split == "tensor" else 1
-    return decode.allreduce_seconds(step.allreduce_bytes, gpus, s.link_bandwidth * c.bandwidth_fraction,
-                                    c.latency_seconds)
+    """One tensor-parallel all-reduce of the step, by the algorithm the engine runs on the link."""
+    return interconnect.engine_allreduce_seconds(step.allreduce_bytes, s.tp, s.tp_bus, c.latency_seconds * s.tp_latency,
+                                                 s.tp_hop, custom=s.tp_custom, custom_max_bytes=s.custom_max_bytes)
+
+
+def _communication(step: _Step, s: _Setup, c: efficiency.Constants) -> Any:
+    """All collectives of a pass: all-reduces per mixer and FFN (the MoE FFN's only when every GPU sees
+    every token), a dispatch and a combine per MoE layer under data-parallel attention, and a hop per
+    stage boundary."""
+    m = s.model
+    spread = np.asarray(s.attention_dp) > 1
+    allreduces = np.where(spread, m.allreduce_layers - m.moe_layers, m.allreduce_layers)
+    alpha = c.latency_seconds
+    exchange = interconnect.alltoall_seconds(step.alltoall_bytes, s.ep, s.ep_bandwidth, alpha * s.ep_latency)
+    hop = interconnect.p2p_seconds(step.allreduce_bytes, s.pp_bandwidth, c.latency_seconds * s.pp_latency + s.pp_hop)
+    total = allreduces * _allreduce(step, s, c) + np.where(spread, 2 * m.moe_layers, 0) * exchange
+    total = total + (np.asarray(s.pp) - 1) * hop
+    return np.where(np.asarray(step.tokens) > 0, total, 0.0)
 
 
 def _overhead(step: _Step, s: _Setup, c: efficiency.Constants) -> Any:
-    fixed = decode.overhead_seconds(s.model.layers, c.layer_seconds, c.step_seconds, _allreduce(step, s, c),
+    fixed = decode.overhead_seconds(s.model.layers, c.layer_seconds, c.step_seconds,
                                     moe_layers=s.model.moe_layers, moe_layer_seconds=c.moe_layer_seconds)
-    hops = (s.gpus - 1) * c.latency_seconds if s.split == "layer" else 0.0
-    return np.where(np.asarray(step.tokens) > 0, np.add(fixed, hops), 0.0)
+    return np.where(np.asarray(step.tokens) > 0, np.add(fixed, _communication(step, s, c)), 0.0)
 
 
 def _bound_seconds(step: _Step, s: _Setup) -> tuple[Any, Any]:
@@ -396,10 +686,21 @@ def _constants(s: _Setup, table: efficiency.Table) -> efficiency.Constants:
     return efficiency.resolve(table, s.engine, s.gpu_class, s.family, s.fabric)
 
 
+def _parallelism(plan: parallel.Layout) -> str:
+    """The regime name of a multi-GPU layout (bands fall back to the coarser regime where unmeasured)."""
+    if plan.sequential:
+        return "layer split"
+    if plan.ep > 1:
+        return "expert parallel"
+    if plan.pp > 1:
+        return "pipeline parallel"
+    return "tensor parallel" if plan.tp > 1 else "data parallel"
+
+
 def _regime(phase: str, s: _Setup, batch: str | None = None) -> str:
     parts = [phase] + ([batch] if batch else [])
     if s.gpus > 1:
-        parts.append("layer split" if s.split == "layer" else "tensor parallel")
+        parts.append(_parallelism(_plan(s.split, int(s.gpus))))
     return ", ".join(parts)
 
 
@@ -441,6 +742,8 @@ def speed(
     split: str = "tensor",
     chunk: float | None = None,
     table: efficiency.Table | None = None,
+    layout: str | parallel.Layout | None = None,
+    scale_out: float | None = None,
 ) -> Speed:
     """Decode and prefill speed of ``model`` on ``gpus`` GPUs of type ``gpu``.
 
@@ -468,11 +771,18 @@ def speed(
     engine : str
         Engine class: ``vllm``, ``sglang``, ``trtllm``, ``llama.cpp``, ``mlc`` or ``eager``.
     split : str
-        ``"tensor"`` (tensor parallel) or ``"layer"`` (sequential layer stages, llama.cpp).
+        ``"tensor"`` (tensor parallel) or ``"layer"`` (sequential layer stages, llama.cpp); the
+        layouts ``tp`` and ``layer``.
     chunk : float, optional
         Tokens per prefill step; default the engine's (vLLM 8192, llama.cpp 512).
     table : efficiency.Table, optional
         Efficiency constants; default ``data/efficiency.toml``.
+    layout : str or parallel.Layout, optional
+        How the ``gpus`` GPUs share the model (``tp``, ``tp2xpp2``, ``tp8+ep8``...; ``gpusizer.parallel``);
+        overrides ``split``.
+    scale_out : float, optional
+        Scale-out bandwidth per GPU and direction, for layouts larger than the scale-up domain;
+        default one 400 Gb/s NIC per GPU. [B/s]
 
     Returns
     -------
@@ -498,29 +808,92 @@ def speed(
     if split not in ("tensor", "layer"):
         raise ValueError(f"split must be 'tensor' or 'layer', got {split!r}")
     count = int(integer_array(gpus, "gpus", minimum=1))
+    plan = _plan(split, count) if layout is None else parallel.layout(layout, count)
     ctx = integer_array(context, "context", minimum=1)
     users = integer_array(concurrency, "concurrency", minimum=1)
     asked = integer_array(prompt if prompt is not None else context, "prompt", minimum=1)
     if chunk is not None and not chunk > 0:
         raise ValueError(f"chunk must be > 0 tokens, got {chunk!r}")
     record, device, w, e, kv = _resolve(model, gpu, weights, expert_weights, kv_cache)
-    s = _setup(record, device, w, e, kv, count, engine, split, table)
-    c = _constants(s, table)
-    return Speed(_decode(s, c, table, ctx, users), _prefill(s, c, table, asked, users, chunk))
+    parallel.check(plan, record, heads=False)
+    s, c = _configured(record, device, w, e, kv, count, engine, plan.name, _Same(table), scale_out)
+    d = _decode(s, c, table, ctx, users)
+    first = (d.tpot_seconds_ceiling, d.tpot_seconds_expected) if prompt is None else None  # same step
+    return Speed(d, _prefill(s, c, table, asked, users, chunk, first))
+
+
+class _Same:
+    """Hashes and compares by identity: keys a cache on an unhashable, never-mutated object (a table)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __hash__(self) -> int:
+        return id(self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.value is self.value
+
+
+@lru_cache(maxsize=4096)
+def _configured(
+    record: catalog.Model,
+    device: catalog.GPU,
+    weights: str,
+    expert_weights: str | None,
+    kv_cache: str,
+    gpus: int,
+    engine: str,
+    split: str,
+    table: _Same,
+    scale_out: float | None = None,
+) -> tuple[_Setup, efficiency.Constants]:
+    """``_setup`` and its constants, cached per configuration of records (the table by identity)."""
+    s = _setup(record, device, weights, expert_weights, kv_cache, gpus, engine, split, table.value, scale_out)
+    return s, _constants(s, table.value)
 
 
 def _decode(s: _Setup, c: efficiency.Constants, table: efficiency.Table, ctx: Any, users: Any) -> Decode:
+    bands = tuple(_bands(table, "decode", s, c, batch) for batch in ("batch 1", "batch > 1"))
+    return Decode(
+        **_decode_numbers(s, c, bands, ctx, users),
+        regime=_regime("decode", s, _batch_regime(users)),
+        constants=c.group,
+        informed=c.informed,
+        compute_rate_published=s.published,
+        layout=_plan(s.split, int(s.gpus)).name,
+        links=s.links,
+    )
+
+
+def _bands(table: efficiency.Table, phase: str, s: _Setup, c: efficiency.Constants, batch: str | None = None) -> Any:
+    """``(low, high)`` band factors of a phase; arrays where ``s.gpus`` and ``c.informed`` are (``_setups``)."""
+    if not isinstance(c.informed, np.ndarray):
+        return efficiency.band_factors(table, _regime(phase, s, batch), informed=c.informed)
+    low = high = np.ones(np.broadcast_shapes(np.shape(s.gpus), c.informed.shape))
+    for count, informed in itertools.product(np.unique(s.gpus), (False, True)):
+        pick = (s.gpus == count) & (c.informed == informed)
+        factors = efficiency.band_factors(table, _regime(phase, replace(s, gpus=int(count)), batch), informed=informed)
+        low, high = np.where(pick, factors[0], low), np.where(pick, factors[1], high)
+    return low, high
+
+
+def _decode_numbers(s: _Setup, c: efficiency.Constants, bands: Any, ctx: Any, users: Any) -> dict[str, Any]:
+    """The numeric fields of ``Decode``. ``s`` and ``c`` may hold arrays (``_setups``); ``bands`` are the
+    ``(low, high)`` factors at batch 1 and at batch > 1."""
+    single, batched = bands
     step = _decode_step(s, ctx, users)
-    ceiling, expected = _seconds(step, s, None, phase="decode"), _seconds(step, s, c, phase="decode")
-    single = efficiency.band_factors(table, _regime("decode", s, "batch 1"), informed=c.informed)
-    batched = efficiency.band_factors(table, _regime("decode", s, "batch > 1"), informed=c.informed)
+    ceiling, expected = _decode_seconds(s, None, ctx, users), _decode_seconds(s, c, ctx, users)
+    reference = _decode_seconds(_single(s), c, ctx, users)
     low = np.where(np.asarray(users) == 1, single[0], batched[0])
     high = np.where(np.asarray(users) == 1, single[1], batched[1])
     rate, top = decode.tokens_per_second(expected), decode.tokens_per_second(ceiling)
     weights = np.add(step.dense_bytes, step.expert_bytes) - step.activation_bytes
     flops = np.add(np.add(step.dense_flops, step.expert_flops), step.attention_flops)
     moved = np.add(np.add(step.dense_bytes, step.expert_bytes), step.kv_bytes)
-    return Decode(
+    return dict(
         context=scalar_or_array(ctx),
         concurrency=scalar_or_array(users),
         ceiling_tokens_per_second=top,
@@ -539,28 +912,69 @@ def _decode(s: _Setup, c: efficiency.Constants, table: efficiency.Table, ctx: An
         experts_touched=scalar_or_array(step.touched),
         overhead_seconds=scalar_or_array(_overhead(step, s, c)),
         allreduce_seconds=scalar_or_array(_allreduce(step, s, c)),
-        regime=_regime("decode", s, _batch_regime(users)),
+        communication_seconds=scalar_or_array(_communication(step, s, c)),
+        scaling_efficiency=scalar_or_array(parallel.scaling_efficiency(reference, expected, s.gpus)),
+    )
+
+
+def _prefill(
+    s: _Setup,
+    c: efficiency.Constants,
+    table: efficiency.Table,
+    prompt: Any,
+    users: Any,
+    chunk: float | None,
+    first: tuple[Any, Any] | None = None,
+) -> Prefill:
+    return Prefill(
+        **_prefill_numbers(s, c, _bands(table, "prefill", s, c), prompt, users, chunk, first),
+        regime=_regime("prefill", s),
         constants=c.group,
         informed=c.informed,
         compute_rate_published=s.published,
     )
 
 
-def _prefill(
-    s: _Setup, c: efficiency.Constants, table: efficiency.Table, prompt: Any, users: Any, chunk: float | None
-) -> Prefill:
+def _along_chunks(value: Any) -> Any:
+    """``value`` with a trailing axis on every array, to broadcast against ``prefill.chunk_tokens``' chunks."""
+    if isinstance(value, np.ndarray):
+        return value[..., None]
+    if is_dataclass(value) and not isinstance(value, type):
+        return replace(value, **{f.name: _along_chunks(getattr(value, f.name)) for f in fields(value)})
+    if isinstance(value, tuple):
+        items = [_along_chunks(item) for item in value]
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+    return value
+
+
+def _prefill_numbers(
+    s: _Setup,
+    c: efficiency.Constants,
+    bands: Any,
+    prompt: Any,
+    users: Any,
+    chunk: float | None,
+    first: tuple[Any, Any] | None = None,
+) -> dict[str, Any]:
+    """The numeric fields of ``Prefill``. ``s`` and ``c`` may hold arrays (``_setups``); ``first`` is the
+    ceiling and expected time of the first decode step when the caller has them (``prompt == context``)."""
     size = float(chunk) if chunk is not None else c.chunk_tokens
-    steps = _prefill_steps(s, prompt, size)
-    ceiling = prefill.chunked_seconds(_seconds(steps, s, None, phase="prefill"), steps.tokens)
-    expected = prefill.chunked_seconds(_seconds(steps, s, c, phase="prefill"), steps.tokens, c.request_seconds)
+    arrays = isinstance(s.dense_peak, np.ndarray)
+    sx, cx = (_along_chunks(s), _along_chunks(c)) if arrays else (s, c)  # chunks lie along a trailing axis
+    steps = _prefill_steps(sx, prompt, size)
+    ceiling = _prefill_seconds(steps, sx, None, s)
+    expected = _prefill_seconds(steps, sx, cx, s, c.request_seconds)
     expected = np.where(s.published, expected, np.nan)
-    first = _decode_step(s, prompt, users)
-    ttft_top = prefill.time_to_first_token(ceiling, _seconds(first, s, None, phase="decode"))
-    ttft = prefill.time_to_first_token(expected, _seconds(first, s, c, phase="decode"))
-    low, high = efficiency.band_factors(table, _regime("prefill", s), informed=c.informed)
+    one = _single(s)
+    alone = _prefill_seconds(_prefill_steps(_single(sx), prompt, size), _single(sx), cx, one, c.request_seconds)
+    if first is None:
+        first = _decode_seconds(s, None, prompt, users), _decode_seconds(s, c, prompt, users)
+    ttft_top = prefill.time_to_first_token(ceiling, first[0])
+    ttft = prefill.time_to_first_token(expected, first[1])
+    low, high = bands
     flops = np.sum(np.add(np.add(steps.dense_flops, steps.expert_flops), steps.attention_flops), axis=-1)
     moved = np.sum(np.add(np.add(steps.dense_bytes, steps.expert_bytes), steps.kv_bytes), axis=-1)
-    return Prefill(
+    return dict(
         prompt=scalar_or_array(prompt),
         chunk_tokens=size,
         chunks=scalar_or_array(np.sum(steps.tokens > 0, axis=-1)),
@@ -581,11 +995,9 @@ def _prefill(
         ttft_seconds_ceiling=ttft_top,
         ttft_seconds_expected=scalar_or_array(ttft),
         ttft_band=(scalar_or_array(np.maximum(np.divide(ttft, high), ttft_top)), scalar_or_array(np.divide(ttft, low))),
-        bound=_bound_name(np.greater(*(np.sum(t, axis=-1) for t in _bound_seconds(steps, s)))),
-        regime=_regime("prefill", s),
-        constants=c.group,
-        informed=c.informed,
-        compute_rate_published=s.published,
+        bound=_bound_name(np.greater(*(np.sum(t, axis=-1) for t in _bound_seconds(steps, sx)))),
+        communication_seconds=scalar_or_array(np.sum(_communication(steps, sx, cx), axis=-1)),
+        scaling_efficiency=scalar_or_array(parallel.scaling_efficiency(alone, expected, s.gpus)),
     )
 
 
@@ -609,10 +1021,9 @@ def _batch_seconds(
     s: _Setup, c: efficiency.Constants | None, prompt: int, output: int, batch: int
 ) -> tuple[float, float]:
     steps = _prefill_steps(s, prompt, np.inf, batch)  # the whole batch's context phase at once
-    fill = prefill.chunked_seconds(_seconds(steps, s, c, phase="prefill"), steps.tokens,
-                                   0.0 if c is None else c.request_seconds)
+    fill = _prefill_seconds(steps, s, c, s, 0.0 if c is None else c.request_seconds)
     contexts = prompt + np.arange(1, max(output, 1))
-    tail = _seconds(_decode_step(s, contexts, batch), s, c, phase="decode")
+    tail = _decode_seconds(s, c, contexts, batch)
     return float(fill), float(np.sum(tail))
 
 
@@ -630,12 +1041,15 @@ def batch_throughput(
     engine: str = "trtllm",
     split: str = "tensor",
     table: efficiency.Table | None = None,
+    layout: str | parallel.Layout | None = None,
 ) -> BatchThroughput:
     """Output tokens per second of a static batch of ``batch`` requests of ``prompt`` + ``output`` tokens.
 
     The prompts are prefilled together in one step (static batching, as TensorRT-LLM's
     ``gptSessionBenchmark`` does), then ``output - 1`` decode steps follow,
     each at the batch's growing context; throughput is ``batch * output`` over the total time.
+    ``layout`` (``gpusizer.parallel``) overrides ``split``; with pipeline stages the batch decodes
+    as micro-batches in flight.
 
     Examples
     --------
@@ -645,7 +1059,9 @@ def batch_throughput(
     """
     table = table if table is not None else efficiency.bundled()
     record, device, w, e, kv = _resolve(model, gpu, weights, expert_weights, kv_cache)
-    s = _setup(record, device, w, e, kv, gpus, engine, split, table)
+    plan = _plan(split, gpus) if layout is None else parallel.layout(layout, gpus)
+    parallel.check(plan, record, heads=False)
+    s = _setup(record, device, w, e, kv, gpus, engine, plan.name, table)
     c = _constants(s, table)
     top = sum(_batch_seconds(s, None, prompt, output, batch))
     fill, tail = _batch_seconds(s, c, prompt, output, batch)
@@ -701,7 +1117,7 @@ def predict(case: efficiency.Case, table: efficiency.Table | None = None, *, cei
         users = case.batch if case.metric == "decode_aggregate" else 1
         return float(users / _seconds(steps[0], s, c, phase="decode"))
     request = 0.0 if c is None else c.request_seconds
-    fill = float(prefill.chunked_seconds(_seconds(steps[0], s, c, phase="prefill"), steps[0].tokens, request))
+    fill = float(_prefill_seconds(steps[0], s, c, s, request))
     tail = float(np.sum(_seconds(steps[1], s, c, phase="decode")))
     if case.metric == "prefill":
         return case.prompt / fill

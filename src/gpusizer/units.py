@@ -137,3 +137,26 @@ def parse_tokens(text: str | int) -> int:
 def quantity(value: float, unit: str) -> Any:
     """Return ``value`` in base unit ``unit`` as a pint Quantity, for display at the boundary."""
     return registry().Quantity(value, unit.replace("B", "byte"))
+
+
+#: Time units a duration may be written in, with their length in seconds.
+SECONDS: dict[str, float] = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": 3600.0}
+_DURATION = re.compile(r"^\s*(?P<value>(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?)\s*(?P<unit>ns|us|µs|ms|s|min|h)?\s*$")
+
+
+def parse_seconds(text: str | float | int) -> float:
+    """Parse a duration such as ``"500ms"``, ``"0.5 s"`` or ``"2min"`` into seconds; a bare number is seconds.
+
+    Examples
+    --------
+    >>> parse_seconds("500ms"), parse_seconds("0.5s"), parse_seconds(2)
+    (0.5, 0.5, 2.0)
+    """
+    if isinstance(text, bool):
+        raise ValueError(f"expected a duration, got {text!r}")
+    if isinstance(text, int | float):
+        return float(text)
+    match = _DURATION.match(text)
+    if not match:
+        raise ValueError(f"cannot read {text!r} as a duration (try 500ms, 0.5s or 2min)")
+    return float(match["value"]) * SECONDS[match["unit"] or "s"]

@@ -1,0 +1,87 @@
+"""``gpusizer layouts MODEL GPU --gpus N``: the ways to split a model over N GPUs that fit, best first.
+
+    gpusizer layouts llama-3.1-70b h100 --gpus 8 --weights fp8
+    gpusizer layouts deepseek-r1 hgx-h200-8x --objective throughput --context 16k
+    gpusizer layouts kimi-k2 gb200-nvl72 --json
+
+Argument parsing and output only: the ranking comes from ``gpusizer.parallel.best_layout``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from typing import Any
+
+from gpusizer import engines, units
+
+__all__ = ["register", "text"]
+
+EXAMPLES = (
+    "gpusizer layouts llama-3.1-70b h100 --gpus 8 --weights fp8\n"
+    "gpusizer layouts deepseek-r1 hgx-h200-8x --objective throughput --context 16k\n"
+    "gpusizer layouts llama-3.1-70b rtx-4090 --gpus 4 --weights q4_k_m --engine llama.cpp --json"
+)
+
+
+def _tokens(value: str) -> int:
+    try:
+        return units.parse_tokens(value)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _count(value: str) -> int:
+    number = _tokens(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value!r}")
+    return number
+
+
+def register(commands: Any) -> None:
+    """Add the ``layouts`` subcommand to ``gpusizer``'s subparsers."""
+    from gpusizer.cli import help_options
+
+    parser = commands.add_parser(
+        "layouts", help="rank the layouts (tp, pp, ep, dp and their mixes) of MODEL on N GPUs that fit",
+        **help_options("layouts", EXAMPLES),
+    )
+    parser.add_argument("model", help="catalogue id (gpusizer models) or a path to a config.json / checkpoint folder")
+    parser.add_argument("gpu", help="catalogue id or alias, or a system id such as hgx-h200-8x or gb200-nvl72")
+    parser.add_argument("--gpus", type=_count, default=None,
+                        help="GPUs to split the model over (default 1 or the system's)")
+    parser.add_argument("--objective", choices=("latency", "throughput"), default="latency",
+                        help="latency: per-user decode rate; throughput: all users with the KV pools full")
+    parser.add_argument("--weights", help="weight precision (default: checkpoint)")
+    parser.add_argument("--kv-cache", help="KV-cache dtype (default: model activation dtype)")
+    parser.add_argument("--context", type=_tokens, default=8192, help="tokens per sequence, e.g. 32k (default 8k)")
+    parser.add_argument("--concurrency", type=_count, default=1, help="sequences decoded together (default 1)")
+    parser.add_argument("--engine", default="vllm", help=f"engine: {', '.join(engines.ENGINES)}")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.set_defaults(handler=_handler)
+
+
+def _handler(args: argparse.Namespace) -> str:
+    from gpusizer import parallel
+    from gpusizer.cli import _model
+
+    choices = parallel.best_layout(
+        _model(args.model), args.gpu, args.gpus, objective=args.objective, weights=args.weights,
+        kv_cache=args.kv_cache, context=args.context, concurrency=args.concurrency, engine=args.engine,
+    )
+    if args.json:
+        return json.dumps([asdict(c) for c in choices], indent=2)
+    return text(choices, args.objective)
+
+
+def text(choices: list[Any], objective: str = "latency") -> str:
+    """Numbered lines, best first, each with its reason; a sentence when nothing fits."""
+    if not choices:
+        return "No layout fits: add GPUs, quantize the weights or the KV cache, or shorten the context."
+    unit = "tok/s per user" if objective == "latency" else "tok/s, all users"
+    width = max(len(c.layout) for c in choices)
+    lines = [f"Layouts that fit, best {objective} first ({unit}):", ""]
+    for rank, c in enumerate(choices, 1):
+        lines.append(f"{rank:3d}. {c.layout.ljust(width)}  {c.why}")
+    return "\n".join(lines)

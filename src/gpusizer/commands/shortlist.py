@@ -1,0 +1,185 @@
+"""``gpusizer shortlist``: which configurations serve a traffic within latency targets, cheapest first.
+
+    gpusizer shortlist llama-3.1-70b --prompt 2k --output 512 --rate 5 --ttft-p95 500ms --tpot-p95 50ms
+    gpusizer shortlist qwen3-32b --rate 2 --ttft-p95 1s --price h100-sxm=2.49 --price h200=3.10 --json
+
+Readable by default; ``--json`` and ``--csv`` give every row for tools. Argument parsing and output
+only: the numbers come from ``gpusizer.shortlist``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from typing import Any
+
+from gpusizer import units
+
+__all__ = ["register", "text"]
+
+EXAMPLES = (
+    "gpusizer shortlist llama-3.1-70b --prompt 2k --output 512 --rate 5 --ttft-p95 500ms --tpot-p95 50ms\n"
+    "gpusizer shortlist llama-3.1-8b --rate 20 --ttft-p95 300ms --tpot-p95 30ms --gpus rtx-4090,l40s,h100\n"
+    "gpusizer shortlist qwen3-32b --rate 2 --ttft-p95 1s --price h100-sxm=2.49 --csv"
+)
+
+
+def _argument(parse: Any) -> Any:
+    def read(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+
+    return read
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if not value > 0 or not math.isfinite(value):
+        raise ValueError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def _duration(text: str) -> float:
+    value = units.parse_seconds(text)
+    if not value > 0:
+        raise ValueError(f"must be a positive duration, got {text!r}")
+    return value
+
+
+def _price(text: str) -> dict[str, float]:
+    out = {}
+    for item in (part.strip() for part in text.split(",") if part.strip()):
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"expected GPU=dollars-per-hour such as h100-sxm=2.49, got {item!r}")
+        out[name.strip()] = _positive(value)
+    return out
+
+
+def _list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def register(commands: Any) -> None:
+    """Add the ``shortlist`` subcommand to ``gpusizer``'s subparsers."""
+    from gpusizer.cli import help_options
+
+    parser = commands.add_parser(
+        "shortlist", help="rank GPU configurations that meet latency targets by cost per token",
+        description="Sweep GPUs x counts x precisions, drop what does not fit or misses the SLO, and rank the "
+        "rest by the cost of a million tokens of the workload (replicas included).",
+        **help_options("shortlist", EXAMPLES),
+    )
+    parser.add_argument("model", help="catalogue id (gpusizer models) or a path to a config.json / checkpoint folder")
+    parser.add_argument("--prompt", type=_argument(units.parse_tokens), default=2048,
+                        help="mean prompt tokens, e.g. 2k (default 2k)")
+    parser.add_argument("--output", type=_argument(units.parse_tokens), default=512,
+                        help="mean output tokens (default 512)")
+    parser.add_argument("--rate", type=_argument(_positive), required=True, help="requests per second to serve")
+    parser.add_argument("--ttft-p95", type=_argument(_duration), help="time-to-first-token target, e.g. 500ms")
+    parser.add_argument("--tpot-p95", type=_argument(_duration), help="time-per-output-token target, e.g. 50ms")
+    parser.add_argument("--e2e-p95", type=_argument(_duration), help="end-to-end latency target, e.g. 30s")
+    parser.add_argument("--quantile", type=_argument(_positive), default=0.95,
+                        help="quantile the targets apply to (default 0.95)")
+    parser.add_argument("--lengths", default="fixed", choices=("fixed", "exponential", "lognormal", "uniform"),
+                        help="distribution of prompt and output lengths around their means (default fixed)")
+    parser.add_argument("--cv", type=_argument(_positive), default=0.5,
+                        help="coefficient of variation of lengths for lognormal/uniform (default 0.5)")
+    parser.add_argument("--price", type=_argument(_price), action="append", default=[],
+                        help="USD per GPU-hour replacing the indicative table, e.g. h100-sxm=2.49 (repeatable)")
+    parser.add_argument("--gpus", type=_list, default=None, help="GPUs to consider (default: every priced GPU)")
+    parser.add_argument("--max-gpus", type=_argument(int), default=8, help="most GPUs per replica (default 8)")
+    parser.add_argument("--weights", type=_list, default=None,
+                        help="weight precisions to sweep, e.g. bf16,fp8 (default: checkpoint, fp8, int4)")
+    parser.add_argument("--engine", default="vllm", help="engine profile (default vllm)")
+    parser.add_argument("--simulate", type=_argument(int), default=3,
+                        help="cheapest rows re-solved by discrete-event simulation (default 3)")
+    parser.add_argument("--seed", type=_argument(int), default=0, help="seed of the simulation (default 0)")
+    parser.add_argument("--top", type=_argument(int), default=10, help="rows shown in the text table (default 10)")
+    output = parser.add_mutually_exclusive_group()
+    output.add_argument("--json", action="store_true", help="every row as JSON")
+    output.add_argument("--csv", action="store_true", help="every row as CSV")
+    parser.set_defaults(handler=_shortlist)
+
+
+def _shortlist(args: argparse.Namespace) -> str:
+    from gpusizer.cli import _model
+    from gpusizer.serving import SLO, Workload
+    from gpusizer.shortlist import shortlist
+
+    prices: dict[str, float] = {}
+    for item in args.price:
+        prices.update(item)
+    workload = Workload(rate=args.rate, prompt_tokens=args.prompt, output_tokens=args.output,
+                        prompt_distribution=args.lengths, output_distribution=args.lengths, prompt_cv=args.cv,
+                        output_cv=args.cv)
+    slo = SLO(ttft_p95=args.ttft_p95, tpot_p95=args.tpot_p95, e2e_p95=args.e2e_p95, quantile=args.quantile)
+    table = shortlist(_model(args.model), workload, slo, gpus=args.gpus, max_gpus=args.max_gpus,
+                      prices=prices or None, weights=args.weights, engine=args.engine, simulate=args.simulate,
+                      seed=args.seed)
+    if args.json:
+        data = {"model": table.model, "workload": workload.model_dump(), "slo": slo.model_dump(),
+                "price_source": table.price_source, "rows": table.to_dicts(),
+                "dropped": [vars(d) for d in table.dropped]}
+        return json.dumps(data, indent=2, allow_nan=True)
+    if args.csv:
+        return table.to_csv().rstrip("\n")
+    return text(table, top=args.top)
+
+
+def _ms(value: float) -> str:
+    return "-" if not math.isfinite(value) else f"{value * 1e3:.0f}"
+
+
+def _money(value: float) -> str:
+    return "-" if not math.isfinite(value) else f"{value:.3f}" if value < 10 else f"{value:,.0f}"
+
+
+def text(table: Any, top: int = 10) -> str:
+    """The readable shortlist: a header, the cheapest ``top`` rows, and why the others were dropped."""
+    w, slo = table.workload, table.slo
+    q = f"p{slo.quantile * 100:g}"
+    targets = ", ".join(f"{name} {q} <= {_ms(value)} ms" for name, value in
+                        (("TTFT", slo.ttft_p95), ("TPOT", slo.tpot_p95), ("E2E", slo.e2e_p95)) if value is not None)
+    lines = [
+        f"{table.model}: {w.rate:g} req/s, {w.prompt_tokens:,.0f} prompt + {w.output_tokens:,.0f} output tokens "
+        f"({w.prompt_distribution}); {targets}",
+        f"prices: {table.price_source}",
+        "",
+    ]
+    headers = ["#", "configuration", "max req/s (band)", "replicas", "$/h", "$/Mtok (band)", "in/out $/Mtok",
+               "J/tok", f"TTFT {q} ms", f"TPOT {q} ms", "limited by"]
+    cells = []
+    for i, r in enumerate(table.rows[:top]):
+        low, high = r.max_rate_band
+        cells.append([
+            str(i + 1), r.configuration, f"{r.max_rate:.2f} ({low:.2f}-{high:.2f})" + ("*" if r.rate_method ==
+                                                                                         "simulation" else ""),
+            str(r.replicas), _money(r.usd_per_hour),
+            f"{_money(r.usd_per_million_tokens)} ({_money(r.usd_per_million_tokens_band[0])}-"
+            f"{_money(r.usd_per_million_tokens_band[1])})",
+            f"{_money(r.usd_per_million_input_tokens)}/{_money(r.usd_per_million_output_tokens)}",
+            "-" if not math.isfinite(r.joules_per_token) else f"{r.joules_per_token:.2f}",
+            _ms(r.ttft), _ms(r.tpot), r.bottleneck,
+        ])
+    widths = [max(len(h), *(len(c[i]) for c in cells)) if cells else len(h) for i, h in enumerate(headers)]
+    for row in [headers, *cells]:
+        lines.append("  ".join(c.ljust(wd) for c, wd in zip(row, widths, strict=True)).rstrip())
+    if not cells:
+        lines.append("no configuration meets the targets")
+    reasons: dict[str, int] = {}
+    for d in table.dropped:
+        kind = d.reason.split(":")[0]
+        reasons[kind] = reasons.get(kind, 0) + 1
+    shown = min(top, len(table.rows))
+    lines += [
+        "",
+        f"{len(table.rows)} configurations meet the targets ({shown} shown; * = simulated, others closed form); "
+        + ", ".join(f"{n} {kind}" for kind, n in sorted(reasons.items())) + ".",
+        "Bands: p10-p90 speed of the efficiency fit x lowest-highest price quote. Prices are indicative: "
+        "pass --price GPU=USD.",
+    ]
+    return "\n".join(lines)

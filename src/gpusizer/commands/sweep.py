@@ -1,0 +1,121 @@
+"""``gpusizer sweep``: estimate a grid of configurations and write one row per configuration.
+
+    gpusizer sweep --models llama-3.1-8b,qwen3-32b --gpus h100,rtx-4090 --weights bf16,fp8 \\
+        --context 4k,32k --concurrency 1,8,64 -o grid.csv
+
+Every flag takes a comma-separated list (an axis of the grid); ``--models`` and ``--gpus`` default
+to the whole catalogue. The output is CSV (``-o grid.csv``, or stdout without ``-o``) or Parquet
+(``-o grid.parquet``, needs pyarrow); the columns are ``gpusizer.sweep``'s. Argument parsing and
+output only: the numbers come from ``gpusizer.sweep``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+from pathlib import Path
+from typing import Any
+
+from gpusizer import units
+
+__all__ = ["register"]
+
+
+def _list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def _counts(text: str) -> list[int]:
+    try:
+        values = [units.parse_tokens(item) for item in _list(text)]
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive whole numbers such as 1,8,64 or 4k,32k, got {text!r}")
+    return values
+
+
+def _prices(text: str) -> dict[str, float] | bool:
+    if text.strip().lower() == "table":
+        return True
+    prices = {}
+    for item in _list(text):
+        name, _, value = item.partition("=")
+        try:
+            prices[name.strip()] = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected GPU=dollars-per-hour pairs such as h100=2.49, got {item!r}"
+            ) from None
+    return prices
+
+
+def _catalogue(text: str | None) -> list[str] | None:
+    return None if text is None or text.strip().lower() == "all" else _list(text)
+
+
+def _precisions(text: str | None) -> list[str | None]:
+    return [None] if text is None else [None if item.lower() == "default" else item for item in _list(text)]
+
+
+#: ``gpusizer sweep --help`` ends with these.
+EXAMPLES = """\
+gpusizer sweep --models llama-3.1-8b,qwen3-32b --gpus h100,rtx-4090 --weights bf16,fp8 \\
+    --context 4k,32k --concurrency 1,8,64 -o grid.csv
+gpusizer sweep --models llama-3.1-70b --gpu-count 1,2,4,8 --fits --prices table -o fits.parquet
+gpusizer sweep --models qwen3-30b-a3b --gpus rtx-4090 --columns context,concurrency,fits,max_concurrency"""
+
+
+def register(commands: Any) -> None:
+    """Add the ``sweep`` subcommand to ``gpusizer``'s subparsers."""
+    from gpusizer.cli import help_options
+
+    parser = commands.add_parser(
+        "sweep", help="estimate every combination of models, GPUs, counts, precisions and workloads",
+        description="Estimate a grid (the cartesian product of the lists given) and write one row per "
+        "configuration as CSV or Parquet.",
+        **help_options("sweep", EXAMPLES),
+    )
+    parser.add_argument("--models", help="comma-separated model ids (default: all)")
+    parser.add_argument("--gpus", help="comma-separated GPU ids or aliases (default: all)")
+    parser.add_argument("--gpu-count", type=_counts, default=[1], help="GPUs in tensor parallel, e.g. 1,2,4,8")
+    parser.add_argument("--weights", help="weight precisions, e.g. bf16,fp8,int4 ('default': the checkpoint's)")
+    parser.add_argument("--kv-cache", help="KV-cache dtypes, e.g. bf16,fp8 (default: the model's)")
+    parser.add_argument("--engine", default="vllm", help="engines, e.g. vllm,llama.cpp (default vllm)")
+    parser.add_argument("--context", type=_counts, default=[8192], help="tokens per sequence, e.g. 4k,32k")
+    parser.add_argument("--concurrency", type=_counts, default=[1], help="sequences at once, e.g. 1,8,64")
+    parser.add_argument("--prompt", type=_counts, default=None, help="prompt tokens for TTFT (default: context)")
+    parser.add_argument("--layout", default="tp", help="how the GPUs share a model: tp (default), pp, ep, layer")
+    parser.add_argument("--prices", type=_prices, default=None, help="add USD columns: 'table' (gpusizer.cost's prices) or overrides, e.g. h100=2.49,rtx-4090=0.69")
+    parser.add_argument("--fits", action="store_true", help="keep only the configurations that fit")
+    parser.add_argument("--columns", help="comma-separated columns to write (default: all)")
+    parser.add_argument("-o", "--output", help="file to write: .csv or .parquet (default: CSV on stdout)")
+    parser.set_defaults(handler=_sweep)
+
+
+def _sweep(args: argparse.Namespace) -> str:
+    from gpusizer.sweep import Sweep, sweep
+
+    result = sweep(
+        _catalogue(args.models), _catalogue(args.gpus), weights=_precisions(args.weights),
+        kv_cache=_precisions(args.kv_cache), context=args.context, concurrency=args.concurrency,
+        gpu_count=args.gpu_count, engine=_list(args.engine), prompt=args.prompt, layout=args.layout,
+        prices=args.prices,
+    )
+    if args.fits:
+        result = result.filter(fits=True)
+    if args.columns:
+        wanted = _list(args.columns)
+        for name in wanted:
+            result[name]  # a KeyError names the closest columns
+        result = Sweep(data={name: result.data[name] for name in wanted}, shape=result.shape, axes=result.axes)
+    if args.output is None:
+        text = io.StringIO()
+        result.to_csv(text)
+        return text.getvalue().rstrip("\n")
+    path = Path(args.output)
+    if path.suffix.lower() == ".parquet":
+        result.to_parquet(path)
+    else:
+        result.to_csv(path)
+    return f"wrote {len(result):,} rows x {len(result.data)} columns to {path}"

@@ -1,0 +1,722 @@
+r"""Splitting one model across GPUs: layouts, memory per GPU, and what the split costs and gains.
+
+A *layout* says how ``n`` GPUs share a model, written as degrees joined by ``x`` (multiply) and ``+``
+(share the same GPUs):
+
+* ``tpT``: tensor parallel (Megatron): every weight matrix split ``T`` ways, two all-reduces per layer.
+* ``ppP``: pipeline parallel: the layers split into ``P`` stages that hand activations on; a token
+  passes every stage, so per-token latency does not shrink, but ``P`` micro-batches keep every stage
+  busy.
+* ``layerP``: llama.cpp's default layer split: ``P`` stages run one after the other, no micro-batches.
+* ``epE``: expert parallel for mixture-of-experts models: each GPU holds ``E/ep`` whole routed experts;
+  tokens travel to their experts and back in an all-to-all (dispatch and combine) per MoE layer.
+  Written alone (``ep8``) the attention, dense layers and shared experts are *data parallel*: every GPU
+  keeps a whole copy and serves its own ``1/8`` of the sequences (SGLang/TensorRT-LLM "DP attention").
+  ``tpT+epE`` shards attention ``T`` ways and keeps ``E/T`` data-parallel attention groups; with
+  ``T = E`` (``tp8+ep8``, vLLM's ``--enable-expert-parallel``) every GPU sees every token, so the
+  experts' outputs are combined by the all-reduce tensor parallelism already does, not an all-to-all.
+* ``dpD``: ``D`` independent replicas of the rest of the layout.
+
+Examples: ``tp8``, ``tp2xpp2``, ``tp8+ep8``, ``tp2+ep8``, ``ep72``, ``tp4xdp2``, ``layer4``. A bare
+``tp``, ``pp``, ``ep``, ``dp`` or ``layer`` uses every GPU.
+
+Memory per GPU follows from the layout (``weights_per_gpu``): tensor parallelism divides every matrix
+but keeps norms, biases, routers and MLA's down-projections whole on every rank; pipeline stages hold
+``ceil(L/P)`` layers and the embedding or the LM head; expert parallelism divides the routed experts
+by expert. The KV cache is split by KV head and replicated when there are fewer KV heads than ranks
+(MLA's single latent lives on every rank, ``memory.kv_shard_fraction``); each stage caches its own
+layers; each data-parallel attention group caches only its own sequences.
+
+Speed is composed in ``performance`` from these pieces and ``interconnect``. The *scaling efficiency*
+of a layout is the single-GPU step time over ``n`` times its own:
+
+.. math:: \eta = \frac{t_1}{n\,t_n} \in (0, 1]
+
+where :math:`t_1` is the same engine on one GPU of the same type *with unlimited memory* (so the
+figure exists when one GPU cannot hold the model), at the same concurrency and context.
+
+Deliberate omissions: sequence (context) parallelism, expert replication and redundant experts (EPLB),
+asynchronous scheduling that overlaps communication with compute, and mixing GPU types except in
+``uneven_layer_split``.
+
+References
+----------
+.. [1] M. Shoeybi et al., "Megatron-LM," arXiv:1909.08053, 2019.
+.. [2] Y. Huang et al., "GPipe," arXiv:1811.06965, 2019 (micro-batches, pipeline bubble).
+.. [3] R. Pope et al., "Efficiently scaling transformer inference," arXiv:2211.05102, 2022.
+.. [4] DeepSeek-AI, "DeepSeek-V3 technical report," arXiv:2412.19437, 2024 (EP with DP attention).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from gpusizer import architecture, catalog, precision
+from gpusizer._checks import scalar_or_array
+
+__all__ = [
+    "Layout",
+    "LayoutChoice",
+    "UnevenSplit",
+    "WeightParts",
+    "best_layout",
+    "candidates",
+    "check",
+    "layer_split",
+    "layout",
+    "max_rank_load",
+    "micro_batches",
+    "pipelined_seconds",
+    "scaling_efficiency",
+    "sequences_per_group",
+    "stage_fraction",
+    "uneven_layer_split",
+    "weight_parts",
+    "weights_per_gpu",
+]
+
+
+# --- layouts ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How GPUs share one model; ``gpus = max(tp, ep) * pp * dp``."""
+
+    tp: int = 1
+    """Tensor-parallel degree of attention and dense layers. [-]"""
+    pp: int = 1
+    """Pipeline stages. [-]"""
+    ep: int = 1
+    """Expert-parallel degree (1: routed experts are split like every other matrix). [-]"""
+    dp: int = 1
+    """Independent replicas. [-]"""
+    sequential: bool = False
+    """Stages run one after the other with no micro-batches (llama.cpp layer split)."""
+
+    @property
+    def group(self) -> int:
+        """GPUs of one pipeline stage of one replica. [-]"""
+        return max(self.tp, self.ep)
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the layout uses. [-]"""
+        return self.group * self.pp * self.dp
+
+    @property
+    def attention_dp(self) -> int:
+        """Data-parallel attention groups inside an expert-parallel group (``ep / tp``). [-]"""
+        return self.group // self.tp
+
+    @property
+    def expert_shards(self) -> int:
+        """Ways the routed experts are divided: by expert (``ep``) or by matrix (``tp``). [-]"""
+        return self.ep if self.ep > 1 else self.tp
+
+    @property
+    def name(self) -> str:
+        """Canonical spelling (``tp2xpp2``, ``tp8+ep8``, ``layer4``)."""
+        if self.sequential:
+            parts = [f"layer{self.pp}"]
+        else:
+            parts = []
+            if self.ep > 1:
+                parts.append(f"tp{self.tp}+ep{self.ep}" if self.tp > 1 else f"ep{self.ep}")
+            elif self.tp > 1 or (self.pp == 1 and self.dp == 1):
+                parts.append(f"tp{self.tp}")
+            if self.pp > 1:
+                parts.append(f"pp{self.pp}")
+        if self.dp > 1:
+            parts.append(f"dp{self.dp}")
+        return "x".join(parts)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+_TERM = re.compile(r"^(tp|pp|ep|dp|layer)(\d*)$")
+
+
+def _degree(text: str, digits: str, gpus: int | None, alone: bool) -> int:
+    if digits:
+        value = int(digits)
+        if value < 1:
+            raise ValueError(f"layout {text!r}: degrees must be >= 1")
+        return value
+    if alone and gpus is not None:
+        return gpus
+    raise ValueError(f"layout {text!r}: give a degree to every part (tp2xpp2) or one bare name with gpus=")
+
+
+def layout(text: str | Layout, gpus: int | None = None) -> Layout:
+    """Read a layout name; a bare ``tp``, ``pp``, ``ep``, ``dp`` or ``layer`` uses all ``gpus``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``layout`` when the text is malformed, when ``ep`` is not a multiple of ``tp``, or
+        when the layout's GPU count differs from ``gpus``.
+
+    Examples
+    --------
+    >>> layout("tp", 8).name, layout("tp2xpp2").gpus, layout("tp8+ep8").attention_dp
+    ('tp8', 4, 1)
+    >>> layout("ep8").attention_dp, layout("tp2+ep8").attention_dp, layout("layer", 4).sequential
+    (8, 4, True)
+    """
+    if isinstance(text, Layout):
+        plan = text
+    else:
+        spelled = text.lower().replace(" ", "")
+        terms = [t for part in spelled.split("x") for t in (part.split("+") if part else [part])]
+        degrees: dict[str, int] = {}
+        for term in terms:
+            found = _TERM.match(term)
+            if found is None:
+                raise ValueError(f"layout {text!r}: cannot read {term!r}; parts are tpN, ppN, epN, dpN, layerN "
+                                 "joined by 'x' (tp2xpp2) or '+' (tp8+ep8)")
+            kind, digits = found.groups()
+            if kind in degrees or (kind == "layer" and "pp" in degrees) or (kind == "pp" and "layer" in degrees):
+                raise ValueError(f"layout {text!r}: {kind} given twice")
+            degrees[kind] = _degree(text, digits, gpus, len(terms) == 1)
+        if "layer" in degrees and ("tp" in degrees or "ep" in degrees):
+            raise ValueError(f"layout {text!r}: the llama.cpp layer split does not combine with tp or ep")
+        plan = Layout(tp=degrees.get("tp", 1), pp=degrees.get("pp", degrees.get("layer", 1)),
+                      ep=degrees.get("ep", 1), dp=degrees.get("dp", 1), sequential="layer" in degrees)
+    if plan.ep > 1 and plan.ep % plan.tp:
+        raise ValueError(f"layout {plan.name!r}: ep ({plan.ep}) must be a multiple of tp ({plan.tp})")
+    if gpus is not None and plan.gpus != gpus:
+        raise ValueError(f"layout {plan.name!r} uses {plan.gpus} GPUs, but gpus={gpus}")
+    return plan
+
+
+def check(plan: Layout, model: catalog.Model, *, heads: bool = True) -> None:
+    """Raise ``ValueError`` (naming ``layout``) if ``model`` cannot be split as ``plan`` says.
+
+    A layout needs a layer per pipeline stage and a routed expert per expert-parallel rank; engines
+    also split attention by query head (vLLM: "number of attention heads must be divisible by tensor
+    parallel size"), checked unless ``heads`` is False (``estimate`` only warns about it: the memory
+    and speed of such a split remain a useful approximation).
+
+    Examples
+    --------
+    >>> check(layout("tp8"), catalog.model("llama-3.1-70b"))
+    >>> check(layout("tp72"), catalog.model("kimi-k2"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: layout 'tp72': tensor parallelism needs the 64 attention heads of kimi-k2 to divide by 72; ...
+    """
+    hint = "gpusizer.best_layout (gpusizer layouts MODEL GPU --gpus N) lists the layouts that work"
+    if heads and model.num_heads % plan.tp:
+        raise ValueError(f"layout {plan.name!r}: tensor parallelism needs the {model.num_heads} attention heads "
+                         f"of {model.id} to divide by {plan.tp}; {hint}")
+    if plan.pp > model.num_layers:
+        raise ValueError(f"layout {plan.name!r}: {plan.pp} stages for {model.num_layers} layers; {hint}")
+    if plan.ep > 1 and (model.moe is None or model.moe.num_experts < plan.ep):
+        experts = "no routed experts" if model.moe is None else f"{model.moe.num_experts} routed experts"
+        raise ValueError(f"layout {plan.name!r}: {model.id} has {experts} for ep={plan.ep}; {hint}")
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def candidates(model: catalog.Model, gpus: int, *, kinds: Sequence[str] = ("tp", "pp", "ep", "dp")) -> list[Layout]:
+    """Every layout of ``gpus`` GPUs that ``model`` allows, using only the parallelism ``kinds``.
+
+    ``kinds`` is an engine's repertoire: ``("layer", "tp")`` for llama.cpp, ``("tp", "pp", "ep", "dp")``
+    for vLLM, SGLang and TensorRT-LLM.
+
+    Examples
+    --------
+    >>> [p.name for p in candidates(catalog.model("llama-3.1-70b"), 4)]
+    ['tp4', 'tp2xdp2', 'dp4', 'tp2xpp2', 'pp2xdp2', 'pp4']
+    """
+    found: list[Layout] = []
+    pipeline = [1] + (_divisors(gpus)[1:] if "pp" in kinds else [])
+    for pp in pipeline:
+        for dp in _divisors(gpus // pp) if "dp" in kinds else [1]:
+            group = gpus // pp // dp
+            tps = [group] if "tp" in kinds or group == 1 else []
+            options = [Layout(tp=t, pp=pp, dp=dp) for t in tps]
+            if "ep" in kinds and model.moe is not None and group > 1:
+                options += [Layout(tp=t, pp=pp, ep=group, dp=dp) for t in _divisors(group)]
+            found += options
+    if "layer" in kinds and gpus > 1:
+        found.append(Layout(pp=gpus, sequential=True))
+    valid = []
+    for plan in dict.fromkeys(found):
+        try:
+            check(plan, model)
+        except ValueError:
+            continue
+        valid.append(plan)
+    return valid
+
+
+# --- memory per GPU: pure functions of numbers ------------------------------------------------------
+
+
+def stage_fraction(num_layers: Any, pipeline: Any = 1) -> Any:
+    r"""Share of the layers the busiest of ``pipeline`` stages holds.
+
+    Returns
+    -------
+    numeric
+        :math:`\lceil L/P \rceil / L`; exactly 1 for one stage. [-]
+
+    Examples
+    --------
+    >>> stage_fraction(80, [1, 2, 3])
+    array([1.    , 0.5   , 0.3375])
+    """
+    layers = np.asarray(num_layers, dtype=float)
+    return scalar_or_array(np.ceil(layers / np.asarray(pipeline)) / layers)
+
+
+def weights_per_gpu(
+    layer_bytes: Any,
+    replicated_bytes: Any,
+    expert_bytes: Any,
+    embedding_bytes: Any,
+    head_bytes: Any,
+    *,
+    num_layers: Any = 1,
+    num_experts: Any = 1,
+    tp: Any = 1,
+    pp: Any = 1,
+    ep: Any = 1,
+) -> Any:
+    r"""Weight bytes the busiest GPU of a layout stores.
+
+    Parameters
+    ----------
+    layer_bytes : array_like
+        Decoder layers without routed experts: attention, dense FFN, shared experts, norms, biases,
+        routers (and a vision tower, if any). [B]
+    replicated_bytes : array_like
+        The part of ``layer_bytes`` every tensor-parallel rank keeps whole: vectors and MLA's
+        down-projections. [B]
+    expert_bytes : array_like
+        All routed experts. [B]
+    embedding_bytes, head_bytes : array_like
+        Input embedding and LM head (0 when tied). [B]
+    num_layers, num_experts : array_like
+        :math:`L` and routed experts per layer :math:`E`. [-]
+    tp, pp, ep : array_like
+        Layout degrees; ``ep = 1`` splits experts like every other matrix. [-]
+
+    Returns
+    -------
+    numeric
+        :math:`f_s\left[\frac{W_L - W_r}{t} + W_r + W_E s_E\right] + \frac{W_{vocab}}{t}` with the stage
+        share :math:`f_s = \lceil L/P\rceil / L`, :math:`s_E = \lceil E/e \rceil / E` (whole experts
+        per rank) or :math:`1/t`, and :math:`W_{vocab}` the embedding plus head on one stage, the larger of
+        the two with several stages (vocabulary-parallel in tensor parallelism). [B]
+
+    Examples
+    --------
+    >>> weights_per_gpu(100.0, 10.0, 0.0, 5.0, 5.0, tp=3)  # (100 - 10) / 3 + 10 + 10 / 3
+    43.333333333333336
+    >>> weights_per_gpu(100.0, 0.0, 400.0, 5.0, 5.0, num_layers=4, num_experts=8, pp=2, ep=4)  # 2 of 4 layers
+    105.0
+    """
+    stage = stage_fraction(num_layers, pp)
+    vocab = np.where(np.asarray(pp) > 1, np.maximum(embedding_bytes, head_bytes), np.add(embedding_bytes, head_bytes))
+    experts_share = np.where(np.asarray(ep) > 1, np.ceil(np.divide(num_experts, ep)) / np.asarray(num_experts),
+                             1.0 / np.asarray(tp))
+    dense = np.subtract(layer_bytes, replicated_bytes) / tp + np.asarray(replicated_bytes)
+    per_gpu = np.multiply(stage, dense + np.multiply(expert_bytes, experts_share)) + vocab / np.asarray(tp)
+    return scalar_or_array(per_gpu)
+
+
+def sequences_per_group(concurrency: Any, groups: Any) -> Any:
+    r"""Sequences the busiest of ``groups`` data-parallel groups serves: :math:`\lceil B/g \rceil`. [-]
+
+    Examples
+    --------
+    >>> sequences_per_group([1, 8, 9], 8)
+    array([1, 1, 2])
+    """
+    users = np.asarray(concurrency)
+    return scalar_or_array(-(-users // np.asarray(groups)))
+
+
+class WeightParts(NamedTuple):
+    """A model's stored weights by how layouts split them. [B]"""
+
+    layers: float
+    """Decoder layers without routed experts (vectors and vision included)."""
+    replicated: float
+    """Part of ``layers`` kept whole on every tensor-parallel rank."""
+    experts: float
+    """Routed experts."""
+    embedding: float
+    head: float
+
+
+def weight_parts(
+    model: catalog.Model, weights: str, expert_weights: str | None = None, activation: str | None = None
+) -> WeightParts:
+    """Split a model's stored weights (``precision.stored_weight_bytes``) into the parts layouts treat apart.
+
+    Replicated bytes are the vectors at the activation precision and MLA's down-projections (matrices,
+    stored at the weight precision: an FP8 checkpoint keeps them in FP8).
+
+    Examples
+    --------
+    >>> p = weight_parts(catalog.model("llama-3.1-8b"), "bf16")
+    >>> round(sum(p) - p.replicated) == round(p.layers + p.experts + p.embedding + p.head)
+    True
+    """
+    counts = architecture.parameter_counts(model)
+    w = precision.precision(weights)
+    e = precision.precision(expert_weights) if expert_weights else w
+    a = precision.precision(activation or model.activation_dtype)
+    table = w if w.covers_embeddings else a
+    stored = precision.stored_weight_bytes(counts, w, expert_weights, a)
+    embedding, head = counts.embedding * table.bits / 8, counts.head * table.bits / 8
+    experts = counts.experts * e.bits / 8
+    down = architecture.replicated_params(model) - counts.vector
+    return WeightParts(
+        layers=stored - embedding - head - experts,
+        replicated=counts.vector * a.bits / 8 + down * w.bits / 8,
+        experts=experts,
+        embedding=embedding,
+        head=head,
+    )
+
+
+# --- speed: pure functions of numbers ---------------------------------------------------------------
+
+
+def max_rank_load(tokens: Any, experts_per_token: Any, ranks: Any, experts_per_rank: Any = np.inf) -> Any:
+    r"""Token-expert assignments the busiest of ``ranks`` expert-parallel ranks receives in one MoE layer.
+
+    Parameters
+    ----------
+    tokens : array_like
+        Tokens routed in the layer across the expert-parallel group :math:`T`. [token]
+    experts_per_token : array_like
+        :math:`k`. [-]
+    ranks : array_like
+        Expert-parallel ranks :math:`e`. [-]
+    experts_per_rank : array_like, optional
+        Routed experts each rank holds; caps the load at :math:`T \min(k, E/e)`. [-]
+
+    Returns
+    -------
+    numeric
+        :math:`\mu + \sqrt{2\mu\ln e}` with :math:`\mu = T k / e` (balls into bins, a first-order
+        estimate of the slowest rank under uniform routing), capped as above; :math:`T k` for one rank. [-]
+
+    References
+    ----------
+    .. [1] M. Raab and A. Steger, "Balls into bins - a simple and tight analysis," RANDOM 1998
+       (maximum load :math:`\mu + \sqrt{2\mu\ln n}` for :math:`\mu \gg \ln n`); methods.md 1.4.
+
+    Examples
+    --------
+    >>> max_rank_load(128, 8, [1, 8]).round(1)
+    array([1024. ,  151.1])
+    """
+    e = np.asarray(ranks, dtype=float)
+    mean = np.multiply(tokens, experts_per_token) / e
+    slowest = mean + np.sqrt(2.0 * mean * np.log(e))
+    cap = np.multiply(tokens, np.minimum(experts_per_token, experts_per_rank))
+    return scalar_or_array(np.minimum(slowest, cap))
+
+
+def micro_batches(sequences: Any, stages: Any, sequential: Any = False) -> Any:
+    r"""Micro-batches a pipeline keeps in flight: :math:`\min(B, P)`, or 1 when stages run in sequence. [-]
+
+    Examples
+    --------
+    >>> micro_batches([1, 2, 64], 4), micro_batches(64, 4, sequential=True)
+    (array([1, 2, 4]), 1)
+    """
+    return scalar_or_array(np.where(sequential, 1, np.minimum(sequences, stages)))
+
+
+def pipelined_seconds(chunk_seconds: Any, stages: Any) -> Any:
+    r"""Time for chunks to flow through ``stages`` pipeline stages, chunks along the trailing axis.
+
+    Parameters
+    ----------
+    chunk_seconds : array_like
+        Time of each chunk through all stages, as if on one stage (0 for padding). [s]
+    stages : array_like
+        Pipeline stages :math:`P`. [-]
+
+    Returns
+    -------
+    numeric
+        :math:`\sum_j t_j / P + \frac{P-1}{P}\max_j t_j`: every stage works on a different chunk, and
+        the pipeline fills and drains once (GPipe). One chunk gives :math:`t_1`. [s]
+
+    References
+    ----------
+    .. [1] Y. Huang et al., "GPipe," arXiv:1811.06965, 2019.
+
+    Examples
+    --------
+    >>> pipelined_seconds([1.0, 1.0, 1.0, 1.0], 4)  # (4 + 3) / 4
+    1.75
+    """
+    t = np.asarray(chunk_seconds, dtype=float)
+    p = np.asarray(stages, dtype=float)
+    return scalar_or_array(np.sum(t, axis=-1) / p + (p - 1.0) / p * np.max(t, axis=-1, initial=0.0))
+
+
+def scaling_efficiency(reference_seconds: Any, seconds: Any, gpus: Any) -> Any:
+    r"""Parallel efficiency of ``gpus`` GPUs taking ``seconds`` for what one takes ``reference_seconds``.
+
+    Returns
+    -------
+    numeric
+        :math:`\eta = t_1 / (n\,t_n)`: 1 for perfect scaling. [-]
+
+    Examples
+    --------
+    >>> scaling_efficiency(0.04, 0.025, 2)
+    0.8
+    """
+    return scalar_or_array(np.divide(reference_seconds, np.multiply(gpus, seconds)))
+
+
+def layer_split(num_layers: int, memory: Sequence[float]) -> tuple[int, ...]:
+    """Layers per GPU when a model is split in proportion to each GPU's memory (llama.cpp ``--tensor-split``).
+
+    Largest-remainder rounding: every GPU gets the floor of its share, the leftover layers go to the
+    largest remainders.
+
+    Examples
+    --------
+    >>> layer_split(80, [24e9, 24e9, 48e9])
+    (20, 20, 40)
+    >>> layer_split(7, [1, 1, 1])
+    (3, 2, 2)
+    """
+    if num_layers < 1 or not memory or min(memory) <= 0:
+        raise ValueError(f"memory must be positive for every GPU and num_layers >= 1, got {memory!r}, {num_layers}")
+    share = np.asarray(memory, dtype=float) / float(np.sum(memory)) * num_layers
+    layers = np.floor(share).astype(int)
+    order = np.argsort(-(share - layers), kind="stable")
+    layers[order[: num_layers - int(layers.sum())]] += 1
+    return tuple(int(x) for x in layers)
+
+
+# --- composition: ranking layouts, uneven splits ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LayoutChoice:
+    """One layout that fits, as ``best_layout`` ranks it."""
+
+    layout: str
+    objective: str
+    """``latency`` or ``throughput``."""
+    tokens_per_second: float
+    """Per-user decode rate (latency) or all users together at ``concurrency`` (throughput). [token/s]"""
+    concurrency: int
+    """Sequences the figure is for. [-]"""
+    scaling_efficiency: float
+    """Decode step of one unlimited-memory GPU over ``gpus`` times this layout's. [-]"""
+    communication_share: float
+    """Communication time over decode step time. [-]"""
+    weights_bytes: float
+    """Weights on the busiest GPU. [B]"""
+    headroom_bytes: float
+    """Budget left on the busiest GPU. [B]"""
+    max_concurrency: int
+    """Sequences of the requested context the layout's KV pools hold. [-]"""
+    links: str
+    """Link classes the layout's collectives cross."""
+    why: str
+    """One line: why it ranks where it does."""
+
+
+def best_layout(
+    model: str | catalog.Model,
+    gpu: str | catalog.GPU | catalog.System,
+    gpus: int | None = None,
+    *,
+    objective: str = "latency",
+    **options: Any,
+) -> list[LayoutChoice]:
+    """The layouts of ``gpus`` GPUs that fit, best first, each with a one-line reason.
+
+    Parameters
+    ----------
+    model, gpu
+        As for ``gpusizer.estimate`` (a system id brings its GPU count).
+    gpus : int, optional
+        GPUs to split the model over; default the system's, else 1.
+    objective : str
+        ``"latency"``: highest per-user decode rate at ``concurrency``. ``"throughput"``: highest
+        decode rate of all users together when the KV pools hold as many sequences of ``context``
+        tokens as fit (capped at the engine's ``max_num_seqs`` per scheduler).
+    **options
+        ``weights``, ``kv_cache``, ``context``, ``concurrency``, ``prompt``, ``engine`` as for ``estimate``;
+        scalars only.
+
+    Returns
+    -------
+    list of LayoutChoice
+        Only layouts that fit; empty when none does (that is an answer, not an error).
+
+    Raises
+    ------
+    ValueError
+        Unknown objective, or options that ``estimate`` rejects.
+
+    Examples
+    --------
+    >>> best = best_layout("llama-3.1-70b", "h100-sxm", 4, weights="fp8")
+    >>> best[0].layout
+    'tp4'
+    """
+    from gpusizer import estimator, interconnect
+
+    if objective not in ("latency", "throughput"):
+        raise ValueError(f"objective must be 'latency' or 'throughput', got {objective!r}")
+    record = catalog.model(model)
+    _, count = estimator.resolve_target(gpu, gpus)
+    engine = options.get("engine", "vllm")
+    entry = interconnect.bundled().engines.get(engine if isinstance(engine, str) else engine.name)
+    kinds = entry.layouts if entry is not None else ("tp", "pp", "ep", "dp")
+    choices = []
+    for plan in candidates(record, count, kinds=kinds):
+        e = estimator.estimate(record, gpu, gpus=count, layout=plan, **options)
+        if not np.all(e.fits):
+            continue
+        choices.append(_choice(record, gpu, count, plan, e, objective, options))
+    # ties (to 3 significant figures) go to the layout whose KV pools hold more sequences
+    return sorted(choices, key=lambda c: (-float(f"{c.tokens_per_second:.3g}"), -c.max_concurrency))
+
+
+def _choice(record: catalog.Model, gpu: Any, count: int, plan: Layout, e: Any, objective: str,
+            options: dict[str, Any]) -> LayoutChoice:
+    from gpusizer import engines, estimator
+
+    p, d = e.parallel, e.decode
+    rate, users = float(d.expected_tokens_per_second), int(e.concurrency)
+    if objective == "throughput":
+        scheduler = engines.engine(options.get("engine", "vllm")).max_sequences
+        users = int(max(1, min(int(e.max_concurrency), scheduler * plan.dp * plan.attention_dp)))
+        full = estimator.estimate(record, gpu, gpus=count, layout=plan, **dict(options, concurrency=users))
+        d, p = full.decode, full.parallel
+        rate = float(d.expected_aggregate_tokens_per_second)
+    unit = "tok/s per user" if objective == "latency" else f"tok/s for {users} users"
+    free = e.memory.headroom_bytes / 1e9
+    why = (f"{rate:,.0f} {unit}; scaling efficiency {p.scaling_efficiency:.0%}, communication "
+           f"{p.communication_share:.0%} of the step over {p.links}; {free:.0f} GB free per GPU, "
+           f"KV for {int(e.max_concurrency)} sequences")
+    return LayoutChoice(
+        layout=plan.name,
+        objective=objective,
+        tokens_per_second=rate,
+        concurrency=users,
+        scaling_efficiency=float(p.scaling_efficiency),
+        communication_share=float(p.communication_share),
+        weights_bytes=float(e.memory.weights_bytes),
+        headroom_bytes=float(e.memory.headroom_bytes),
+        max_concurrency=int(e.max_concurrency),
+        links=p.links,
+        why=why,
+    )
+
+
+@dataclass(frozen=True)
+class UnevenSplit:
+    """A llama.cpp layer split over GPUs of different types, layers in proportion to memory."""
+
+    gpus: tuple[str, ...]
+    layers: tuple[int, ...]
+    """Layers on each GPU. [-]"""
+    weights_bytes: tuple[float, ...]
+    """Weights on each GPU (the embedding on the first, the LM head on the last). [B]"""
+    kv_cache_bytes: tuple[float, ...]
+    """KV cache of ``concurrency`` sequences of ``context`` tokens on each GPU. [B]"""
+    fits: tuple[bool, ...]
+    """Weights, KV cache and llama.cpp's compute buffer within each GPU's memory."""
+    tpot_seconds_expected: float
+    """Time per output token: the stages one after the other, plus a hop per boundary. [s]"""
+    tokens_per_second_expected: float
+    """Per-user decode rate. [token/s]"""
+
+
+def uneven_layer_split(
+    model: str | catalog.Model,
+    gpus: Sequence[str | catalog.GPU],
+    *,
+    weights: str | None = None,
+    kv_cache: str | None = None,
+    context: int = 8192,
+    concurrency: int = 1,
+) -> UnevenSplit:
+    r"""llama.cpp's layer split across unequal GPUs (``--split-mode layer``, ``--tensor-split`` by memory).
+
+    Stage :math:`i` holds :math:`L_i` layers in proportion to its memory (``layer_split``); a token
+    takes :math:`\sum_i (L_i/L)\,t_i + (n-1)\,t_{hop}`, where :math:`t_i` is the expected step time
+    of the whole model on GPU :math:`i` alone (``performance.speed``, unlimited memory).
+
+    Examples
+    --------
+    >>> s = uneven_layer_split("llama-3.1-70b", ["rtx-4090", "rtx-3090"], weights="q4_k_m", context=4096)
+    >>> s.layers, s.fits
+    ((40, 40), (True, True))
+    """
+    from gpusizer import engines, interconnect, memory, performance
+
+    record = catalog.model(model)
+    devices = [catalog.gpu(g) for g in gpus]
+    if not devices:
+        raise ValueError("gpus must name at least one GPU")
+    profile = engines.engine("llama.cpp")
+    layers = layer_split(record.num_layers, [d.capacity for d in devices])
+    w = weights if weights is not None else record.weights
+    kv = kv_cache if kv_cache is not None else record.activation_dtype
+    parts = weight_parts(record, w, None if weights is not None else record.expert_weights)
+    body = parts.layers + parts.experts
+    act = precision.bytes_per_element(record.activation_dtype)
+    per_sequence = memory.sequence_cache_bytes(context, architecture.kv_layout(record),
+                                               precision.kv_bytes_per_element(kv), act, block_size=profile.block_size)
+    buffer = memory.llama_cpp_compute_buffer_bytes(profile.batched_tokens, record.hidden_size,
+                                                   architecture.ffn_width_per_token(record), record.vocab_size)
+    share = [n / record.num_layers for n in layers]
+    first, last = 0, len(devices) - 1
+    held = [body * f + parts.embedding * (i == first) + parts.head * (i == last) for i, f in enumerate(share)]
+    kv_bytes = [concurrency * per_sequence * f for f in share]
+    fits = tuple(bool(h + k + buffer + profile.runtime_bytes <= d.capacity)
+                 for h, k, d in zip(held, kv_bytes, devices, strict=True))
+    seconds = 0.0
+    for f, device in zip(share, devices, strict=True):
+        d = performance.speed(record, device, weights=w, kv_cache=kv, context=context, concurrency=concurrency,
+                              engine="llama.cpp").decode
+        seconds += f * float(d.tpot_seconds_expected)
+    hop = 0.0
+    if len(devices) > 1:
+        from gpusizer import efficiency
+
+        link = interconnect.link_class(devices[0], len(devices))
+        fabric = efficiency.bundled().fabrics[link.fabric]
+        message = concurrency * record.hidden_size * act
+        bandwidth = link.bandwidth * (link.bandwidth_fraction or fabric.bandwidth_fraction)
+        hop = float(interconnect.p2p_seconds(message, bandwidth, fabric.latency_seconds + link.hop_latency))
+    total = seconds + (len(devices) - 1) * hop
+    return UnevenSplit(
+        gpus=tuple(d.id for d in devices),
+        layers=layers,
+        weights_bytes=tuple(float(h) for h in held),
+        kv_cache_bytes=tuple(float(k) for k in kv_bytes),
+        fits=fits,
+        tpot_seconds_expected=total,
+        tokens_per_second_expected=1.0 / total,
+    )
