@@ -26,7 +26,7 @@ import tracemalloc
 import numpy as np
 
 import gpusizer
-from gpusizer.sweep import sweep
+from gpusizer.sweeper import sweep
 
 MODELS = ["llama-3.1-8b", "llama-3.1-70b", "qwen3-32b", "qwen3-30b-a3b", "gemma-3-27b", "mistral-small-24b",
           "deepseek-v3", "gpt-oss-120b", "phi-4", "mixtral-8x7b"]

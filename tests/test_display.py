@@ -159,7 +159,7 @@ def test_every_command_help_ends_with_an_example(name):
 
 
 def test_sweep_shows_varying_axes_and_results():
-    sweep = pytest.importorskip("gpusizer.sweep")
+    sweep = pytest.importorskip("gpusizer.sweeper")
     s = sweep.sweep(["llama-3.1-8b"], ["h100", "l40s"], context=[8192, 32768], concurrency=[1, 8])
     text = display.sweep_text(s, max_rows=3)
     lines = text.splitlines()

@@ -12,7 +12,7 @@ import gpusizer
 from gpusizer import calibration, catalog, cost, performance, readers
 from gpusizer.cli import main
 from gpusizer.readers import Measurement
-from gpusizer.sweep import AXES, estimate_row, sweep
+from gpusizer.sweeper import AXES, estimate_row, sweep
 
 MODELS = [m.id for m in catalog.models()]
 GPUS = [g.id for g in catalog.gpus()]

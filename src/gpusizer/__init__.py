@@ -29,13 +29,13 @@ _EXPORTS = {
     "Estimate": "gpusizer.estimator",
     "estimate": "gpusizer.estimator",
     "best_layout": "gpusizer.parallel",
-    "shortlist": "gpusizer.shortlist",
+    "shortlist": "gpusizer.shortlister",
     "Workload": "gpusizer.serving",
     "SLO": "gpusizer.serving",
     "Calibration": "gpusizer.calibration",
     "calibrate": "gpusizer.calibration",
-    "Sweep": "gpusizer.sweep",
-    "sweep": "gpusizer.sweep",
+    "Sweep": "gpusizer.sweeper",
+    "sweep": "gpusizer.sweeper",
 }
 
 __all__ = [
@@ -67,8 +67,8 @@ if TYPE_CHECKING:
     from gpusizer.estimator import Estimate, estimate
     from gpusizer.parallel import best_layout
     from gpusizer.serving import SLO, Workload
-    from gpusizer.shortlist import shortlist
-    from gpusizer.sweep import Sweep, sweep
+    from gpusizer.shortlister import shortlist
+    from gpusizer.sweeper import Sweep, sweep
 
 
 def __getattr__(name: str) -> Any:

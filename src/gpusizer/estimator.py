@@ -11,13 +11,15 @@ import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from functools import cache
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
 from gpusizer import architecture, catalog, engines, memory, parallel, performance, precision
-from gpusizer import calibration as _calibration
 from gpusizer._checks import integer_array, plain, scalar_or_array
+
+if TYPE_CHECKING:  # imported when used: it brings the benchmark readers, which `gpusizer fit` never needs
+    from gpusizer import calibration as _calibration
 
 __all__ = ["Estimate", "MemoryBreakdown", "ParallelBreakdown", "estimate", "resolve_target"]
 
@@ -229,7 +231,7 @@ def estimate(
     decode, prefill = performance.speed(
         record, device, weights=w, expert_weights=experts, kv_cache=kv_name, context=ctx,
         concurrency=users, prompt=prompt, gpus=count, engine=profile.name, layout=plan, scale_out=_scale_out(gpu),
-        table=None if calibration is None else _calibration.efficiency_table(calibration, profile.name, device),
+        table=None if calibration is None else _calibrated(calibration, profile.name, device),
     )
     return Estimate(
         model=record.id,
@@ -254,6 +256,13 @@ def _system(target: Any) -> catalog.System | None:
     if isinstance(target, str) and target.lower() in {s.id for s in catalog.systems()}:
         return catalog.system(target)
     return target if isinstance(target, catalog.System) else None
+
+
+def _calibrated(calibration: _calibration.Calibration, engine: str, device: catalog.GPU) -> Any:
+    """The efficiency table a calibration gives ``engine`` on ``device`` (``calibration.efficiency_table``)."""
+    from gpusizer import calibration as calibrations
+
+    return calibrations.efficiency_table(calibration, engine, device)
 
 
 def _scale_out(target: Any) -> float | None:

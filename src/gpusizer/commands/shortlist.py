@@ -21,7 +21,9 @@ __all__ = ["register", "text"]
 EXAMPLES = (
     "gpusizer shortlist llama-3.1-70b --prompt 2k --output 512 --rate 5 --ttft-p95 500ms --tpot-p95 50ms\n"
     "gpusizer shortlist llama-3.1-8b --rate 20 --ttft-p95 300ms --tpot-p95 30ms --gpus rtx-4090,l40s,h100\n"
-    "gpusizer shortlist qwen3-32b --rate 2 --ttft-p95 1s --price h100-sxm=2.49 --csv"
+    "gpusizer shortlist qwen3-32b --rate 2 --ttft-p95 1s --price h100-sxm=2.49 --csv\n"
+    "gpusizer shortlist llama-3.1-8b --rate 0.05 --ttft-p95 2s --tpot-p95 100ms --engine llama.cpp "
+    "--gpus rtx-3090,rtx-4090 --weights q4_k_m,q8_0 --max-gpus 1"
 )
 
 
@@ -108,7 +110,7 @@ def register(commands: Any) -> None:
 def _shortlist(args: argparse.Namespace) -> str:
     from gpusizer.cli import _model
     from gpusizer.serving import SLO, Workload
-    from gpusizer.shortlist import shortlist
+    from gpusizer.shortlister import shortlist
 
     prices: dict[str, float] = {}
     for item in args.price:
@@ -124,10 +126,21 @@ def _shortlist(args: argparse.Namespace) -> str:
         data = {"model": table.model, "workload": workload.model_dump(), "slo": slo.model_dump(),
                 "price_source": table.price_source, "rows": table.to_dicts(),
                 "dropped": [vars(d) for d in table.dropped]}
-        return json.dumps(data, indent=2, allow_nan=True)
+        return json.dumps(_finite(data), indent=2)
     if args.csv:
         return table.to_csv().rstrip("\n")
     return text(table, top=args.top)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with nan and infinities replaced by ``None`` (strict JSON has neither)."""
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
 
 
 def _ms(value: float) -> str:
@@ -158,7 +171,7 @@ def text(table: Any, top: int = 10) -> str:
         cells.append([
             str(i + 1), r.configuration, f"{r.max_rate:.2f} ({low:.2f}-{high:.2f})" + ("*" if r.rate_method ==
                                                                                          "simulation" else ""),
-            str(r.replicas), _money(r.usd_per_hour),
+            str(r.replicas), "-" if not math.isfinite(r.usd_per_hour) else f"{r.usd_per_hour:,.2f}",
             f"{_money(r.usd_per_million_tokens)} ({_money(r.usd_per_million_tokens_band[0])}-"
             f"{_money(r.usd_per_million_tokens_band[1])})",
             f"{_money(r.usd_per_million_input_tokens)}/{_money(r.usd_per_million_output_tokens)}",

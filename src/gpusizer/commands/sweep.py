@@ -86,7 +86,8 @@ def register(commands: Any) -> None:
     parser.add_argument("--concurrency", type=_counts, default=[1], help="sequences at once, e.g. 1,8,64")
     parser.add_argument("--prompt", type=_counts, default=None, help="prompt tokens for TTFT (default: context)")
     parser.add_argument("--layout", default="tp", help="how the GPUs share a model: tp (default), pp, ep, layer")
-    parser.add_argument("--prices", type=_prices, default=None, help="add USD columns: 'table' (gpusizer.cost's prices) or overrides, e.g. h100=2.49,rtx-4090=0.69")
+    parser.add_argument("--prices", type=_prices, default=None,
+                        help="add USD columns: 'table' (gpusizer.cost's prices) or overrides, e.g. h100=2.49")
     parser.add_argument("--fits", action="store_true", help="keep only the configurations that fit")
     parser.add_argument("--columns", help="comma-separated columns to write (default: all)")
     parser.add_argument("-o", "--output", help="file to write: .csv or .parquet (default: CSV on stdout)")
@@ -94,7 +95,7 @@ def register(commands: Any) -> None:
 
 
 def _sweep(args: argparse.Namespace) -> str:
-    from gpusizer.sweep import Sweep, sweep
+    from gpusizer.sweeper import Sweep, sweep
 
     result = sweep(
         _catalogue(args.models), _catalogue(args.gpus), weights=_precisions(args.weights),

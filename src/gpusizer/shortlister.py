@@ -26,8 +26,6 @@ import functools
 import inspect
 import io
 import math
-import sys
-import types
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -229,7 +227,8 @@ def _precisions(record: catalog.Model, weights: Sequence[str] | None) -> list[st
 def _bottleneck(best: serving.MaxRate, step: serving.StepModel) -> str:
     side = "compute" if best.compute_bound else "bandwidth"
     words = {
-        "ttft": "TTFT: prefill queue",
+        "ttft": "TTFT: prefill queue" if step.max_sequences > 4 else
+                f"TTFT: waiting for one of {step.max_sequences} sequence slots",
         "tpot": f"TPOT: {side}-bound decode at batch {best.batch:.0f}",
         "e2e": f"end-to-end latency ({side}-bound decode)",
         "kv-cache": f"KV cache full at {best.batch:.0f} sequences",
@@ -576,18 +575,3 @@ def shortlist(
         source = "user prices for " + ", ".join(sorted(catalog.gpu(g).id for g in prices)) + "; else " + \
                  "typical of data/prices.toml"
     return Shortlist(record.id, workload, slo, tuple(r for r, _ in rows), tuple(dropped), source)
-
-
-class _CallableModule(types.ModuleType):
-    """This module, callable as ``shortlist``.
-
-    ``gpusizer.shortlist`` names both this module and its function: once anything imports the module
-    (the CLI does), the import system binds the package attribute to the module, so the module itself
-    must answer ``gpusizer.shortlist(model, workload, slo)``.
-    """
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Shortlist:
-        return shortlist(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import csv
 import itertools
-import sys
-import types
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, is_dataclass, replace
@@ -374,7 +372,7 @@ def sweep(
     records = [catalog.model(m) for m in _axis(models, catalog.models())]
     devices = [catalog.gpu(g) for g in _axis(gpus, catalog.gpus())]
     counts = _counts(gpu_count, "gpu_count")
-    profiles = [engines.engine(e) for e in _axis(engine, ())]
+    profiles = [engines.engine(e) for e in _axis(engine, ("vllm",))]
     prompts = None if prompt is None else _counts(prompt, "prompt")
     axes = {
         "model": tuple(r.id for r in records), "gpu": tuple(d.id for d in devices), "gpu_count": tuple(counts.tolist()),
@@ -577,15 +575,3 @@ def _costs(columns: Mapping[str, np.ndarray], prices: Mapping[str, float] | bool
         "usd_per_hour": per_gpu * count,
         "usd_per_million_tokens": np.where(priced, per_token, np.nan),
     }
-
-
-class _CallableModule(types.ModuleType):
-    """``gpusizer.sweep`` is this module once something imported it by name (``from gpusizer.sweep
-    import Sweep``), and the function before: calling the module calls the function, so
-    ``gpusizer.sweep(...)`` works either way."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Sweep:
-        return sweep(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
