@@ -234,3 +234,9 @@ def test_read_dispatches_and_rejects_unknown_formats(tmp_path):
     (tmp_path / "x.txt").write_text("hello\n")
     with pytest.raises(ValueError, match="not recognised"):
         readers.read(tmp_path / "x.txt")
+
+
+def test_cli_lists_the_reader_formats():
+    from gpusizer.commands import calibrate as command
+
+    assert tuple(sorted(readers.FORMATS)) == command.FORMATS

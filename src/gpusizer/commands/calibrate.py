@@ -10,9 +10,14 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpusizer import calibration, efficiency, readers
+if TYPE_CHECKING:
+    from gpusizer import readers
+
+#: The formats of ``readers.FORMATS``, listed here so that building the parser imports nothing heavy
+#: (a test checks the two agree).
+FORMATS = ("csv", "json", "llama-bench", "mlperf", "vllm")
 
 #: Options that tool outputs need (the files do not name catalogue ids), passed to the reader.
 CONTEXT = ("model", "gpu", "gpus", "engine", "weights", "kv_cache", "split", "concurrency", "prompt")
@@ -36,7 +41,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("files", nargs="+", type=Path, help="measurements: schema CSV/JSON, or vLLM / llama-bench / "
                    "MLPerf output (docs/calibration.md)")
     p.add_argument("-o", "--output", type=Path, help="write the calibration here (.toml, or .json)")
-    p.add_argument("--format", choices=sorted(readers.FORMATS), help="input format (default: recognised)")
+    p.add_argument("--format", choices=FORMATS, help="input format (default: recognised)")
     p.add_argument("--mapping", type=Path, help="mapping CSV for free-text rows (data/calibration/mapping.csv)")
     p.add_argument("--base", type=Path, help="efficiency table to start from (default: the shipped one)")
     p.add_argument("--model", help="catalogue model id, for tool outputs")
@@ -60,6 +65,8 @@ def _context(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _read(path: Path, args: argparse.Namespace) -> list[readers.Measurement]:
+    from gpusizer import readers
+
     if args.mapping is not None:
         return readers.read_csv(path, mapping=args.mapping)
     return readers.read(path, format=args.format, **_context(args))
@@ -67,6 +74,8 @@ def _read(path: Path, args: argparse.Namespace) -> list[readers.Measurement]:
 
 def run(args: argparse.Namespace) -> str:
     """Read, calibrate, write; return the error table (or the calibration as JSON)."""
+    from gpusizer import calibration, efficiency
+
     rows = [m for path in args.files for m in _read(path, args)]
     base = efficiency.load(args.base) if args.base is not None else None
     result = calibration.calibrate(rows, base=base)
