@@ -5,11 +5,7 @@ The flagship question, answered twice: once by hand from the architecture and th
 """
 
 # %%
-import os
-import tempfile
-from pathlib import Path
 
-import matplotlib.pyplot as plt
 
 import gpusizer
 from gpusizer import plot
@@ -69,10 +65,6 @@ print(f"\n{model.id} FP8 on one {gpu.name} at {context:,} x {users}: {verdict}; 
       f"{e.max_concurrency} sequences of {context:,} tokens fit, or {users} of up to {e.max_context:,} tokens.")
 
 # %% Figure: the breakdown against the H200's capacity, on one GPU and on two in tensor parallel
-figures = Path(os.environ.get("GPUSIZER_FIGURES") or tempfile.mkdtemp(prefix="gpusizer-figures-"))
-figures.mkdir(parents=True, exist_ok=True)
 two = gpusizer.estimate(model, gpu, weights="fp8", kv_cache="fp8", context=context, concurrency=users, gpus=2)
 ax = plot.memory_breakdown([e, two], labels=[f"1 x {gpu.name}", f"2 x {gpu.name}"])
-ax.figure.savefig(figures / "flagship_memory.png", dpi=100, bbox_inches="tight")
-plt.close(ax.figure)
-print(f"figure: {figures / 'flagship_memory.png'}")
+print(f"figure: {plot.save(ax, 'flagship_memory.png')}")

@@ -15,9 +15,6 @@ context, time to first token against prompt length, and memory per GPU at 128K x
 """
 
 # %%
-import os
-import tempfile
-from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -25,15 +22,10 @@ import numpy as np
 import gpusizer
 from gpusizer import display, plot
 
-FIGURES = Path(os.environ.get("GPUSIZER_FIGURES") or tempfile.mkdtemp(prefix="gpusizer-figures-"))
-FIGURES.mkdir(parents=True, exist_ok=True)
-
 
 def save(ax, name):
-    """Write the figure of ``ax`` as FIGURES/name and close it."""
-    ax.figure.savefig(FIGURES / name, dpi=100, bbox_inches="tight")
-    plt.close(ax.figure)
-    print(f"figure: {FIGURES / name}")
+    """Save the figure of ``ax`` into ``$GPUSIZER_FIGURES`` (a temporary folder by default)."""
+    print(f"figure: {plot.save(ax, name)}")
 
 
 GPU = "h100-sxm"

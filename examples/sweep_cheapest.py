@@ -17,14 +17,12 @@ tokens of context, one line per model.
 """
 
 # %%
-import os
-import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 
 import gpusizer
+from gpusizer import plot
 
 MODELS = ["llama-3.1-8b", "mistral-small-24b", "gemma-3-27b", "qwen3-30b-a3b", "qwen3-32b", "llama-3.1-70b",
           "gpt-oss-120b", "llama-4-scout", "qwen3-235b-a22b", "deepseek-v3"]
@@ -60,8 +58,6 @@ except ImportError:  # matplotlib is optional (pip install 'gpusizer[plot]')
     plt = None
 
 if plt is not None:
-    figures = Path(os.environ.get("GPUSIZER_FIGURES") or tempfile.mkdtemp(prefix="gpusizer-figures-"))
-    figures.mkdir(parents=True, exist_ok=True)
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5), sharey=True)
     for model in MODELS:
         for ax, part, axis in ((left, by_context, "context"), (right, by_users, "concurrency")):
@@ -76,6 +72,4 @@ if plt is not None:
     right.set_xticks(CONCURRENCY, [str(c) for c in CONCURRENCY])
     right.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))
     fig.suptitle("Cheapest configuration that fits (USD per GPU-hour x GPUs, vLLM, typical cloud prices)")
-    fig.savefig(figures / "sweep_cheapest.png", dpi=100, bbox_inches="tight")
-    plt.close(fig)
-    print(f"figure: {figures / 'sweep_cheapest.png'}")
+    print(f"figure: {plot.save(left, 'sweep_cheapest.png')}")

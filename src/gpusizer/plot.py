@@ -417,3 +417,21 @@ def roofline(
     ax.grid(True, which="both", lw=0.3)
     ax.legend(fontsize=7)
     return ax
+
+
+def save(ax: Any, name: str, folder: str | None = None) -> Any:
+    """Write the figure holding ``ax`` as ``folder/name``, close it, and return the path.
+
+    ``folder`` defaults to the environment variable ``GPUSIZER_FIGURES``, else a new temporary
+    folder; the examples save their figures through this, and the tests point it at ``tmp_path``.
+    """
+    import os
+    import tempfile
+    from pathlib import Path
+
+    target = Path(folder or os.environ.get("GPUSIZER_FIGURES") or tempfile.mkdtemp(prefix="gpusizer-figures-"))
+    target.mkdir(parents=True, exist_ok=True)
+    path = target / name
+    ax.figure.savefig(path, dpi=100, bbox_inches="tight")
+    _pyplot().close(ax.figure)
+    return path
