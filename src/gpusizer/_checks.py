@@ -40,7 +40,9 @@ def positive_array(value: Any, name: str) -> np.ndarray:
 
 def scalar_or_array(value: Any) -> Any:
     """A Python scalar for a 0-d result, the array otherwise (NumPy 2 shows ``np.int64(5)`` else)."""
-    array = np.asarray(value)
+    if type(value) is float or type(value) is int:  # already plain: skip building an array
+        return value
+    array = value if isinstance(value, np.ndarray | np.generic) else np.asarray(value)
     return array.item() if array.ndim == 0 else array
 
 

@@ -51,7 +51,7 @@ __all__ = [
 class Record(BaseModel):
     """Base of every catalogue record: frozen, strict about unknown keys."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 def _quantity(unit: str) -> Any:

@@ -330,7 +330,8 @@ def max_context(
     ``sequence_cache_bytes`` is non-decreasing in the context, so a bisection over whole tokens
     (vectorised, 25 steps for ``limit = 2**24``) finds the exact largest fitting context; 0 when not
     even one token fits, ``limit`` when everything up to it does. ``limit`` (the model's longest
-    context) broadcasts like the other arguments, so one call covers several models.
+    context) broadcasts like the other arguments, so one call covers several models. One configuration
+    (0-d arguments) is first tried in closed form past the windows (``_past_windows``), checked exactly.
 
     Returns
     -------
@@ -339,17 +340,24 @@ def max_context(
     """
     budget = np.asarray(kv_budget, dtype=float)
 
-    def fits(tokens: np.ndarray) -> np.ndarray:
+    def cost(tokens: Any) -> Any:
         per_sequence = sequence_cache_bytes(
             tokens, layout, kv_bytes_per_element, activation_bytes_per_element,
             block_size=block_size, tensor_parallel=tensor_parallel,
         )
-        return np.multiply(concurrency, per_sequence) <= budget
+        return np.multiply(concurrency, per_sequence)
+
+    def fits(tokens: np.ndarray) -> np.ndarray:
+        return cost(tokens) <= budget
 
     limits = np.asarray(limit, dtype=np.int64)
     shape = np.broadcast_shapes(
         budget.shape, np.shape(concurrency), np.shape(tensor_parallel), np.shape(kv_bytes_per_element), limits.shape
     )
+    if shape == () and np.ndim(block_size) == 0:
+        found = _past_windows(cost, float(budget), int(limits), layout, block_size)
+        if found is not None:
+            return found
     low = np.zeros(shape, dtype=np.int64)  # invariant: low == 0 or low fits
     high = np.full(shape, limits, dtype=np.int64)  # invariant: the answer is <= high
     for _ in range(int(limits.max()).bit_length()):  # more steps than an element needs change nothing
@@ -358,3 +366,25 @@ def max_context(
         low = np.where(ok, middle, low)
         high = np.where(ok, high, middle - 1)
     return scalar_or_array(low)
+
+
+def _past_windows(cost: Any, budget: float, limit: int, layout: KvLayout, block_size: Any) -> int | None:
+    """``max_context`` of one configuration when the answer lies past every window: there the cache grows
+    by the same bytes per block, so the answer is a whole number of blocks past the first block boundary
+    beyond the windows. The candidate is checked against ``cost`` (it fits, one token more does not, or it
+    is ``limit``), so rounding can only send the caller back to bisection (None), never change the answer;
+    0 when not even one token fits."""
+    block = int(block_size)
+    if block != block_size or block < 1:
+        return None
+    widest = max((int(window) for window, _ in layout.windowed), default=1)
+    start = -(-max(widest, 1) // block) * block
+    one, base, next_block = cost(np.array([1, start, start + block]))
+    if not one <= budget:
+        return 0  # not even one token fits
+    if start + block > limit or not base <= budget:
+        return None
+    blocks = np.floor((budget - base) / (next_block - base)) if next_block > base else np.inf
+    candidate = int(min(limit, start + blocks * block))
+    fit, over = cost(np.array([candidate, candidate + 1])) <= budget
+    return candidate if fit and (candidate == limit or not over) else None

@@ -585,27 +585,62 @@ def _micro_batches(s: _Setup, concurrency: Any) -> tuple[Any, Any, Any]:
     return small + (extra > 0), small, np.where(extra > 0, extra / count, 1.0)
 
 
-def _decode_step(s: _Setup, context: Any, concurrency: Any) -> _Step:
-    """The pass of the busiest group's larger micro-batch."""
-    large, _, _ = _micro_batches(s, concurrency)
-    return _step(s, 1, np.subtract(context, 1), large, head=1, dims=s.model.decode_dims)
+class _DecodeSteps(NamedTuple):
+    """The passes of the busiest group's larger and smaller micro-batches (``small`` None when every
+    micro-batch is the larger), and the share of its micro-batches that are the larger."""
+
+    large: _Step
+    small: _Step | None
+    share: Any
 
 
-def _decode_seconds(s: _Setup, c: efficiency.Constants | None, context: Any, concurrency: Any) -> Any:
-    """Time per output token. With pipeline stages each stage works through every micro-batch in turn,
-    so a round (one token for every sequence) lasts the mean pass of the micro-batches in flight."""
+def _decode_steps(s: _Setup, context: Any, concurrency: Any) -> _DecodeSteps:
     large, small, share = _micro_batches(s, concurrency)
     before = np.subtract(context, 1)
-    seconds = _seconds(_step(s, 1, before, large, head=1, dims=s.model.decode_dims), s, c, phase="decode")
+    first = _step(s, 1, before, large, head=1, dims=s.model.decode_dims)
     if np.all(share == 1.0):
+        return _DecodeSteps(first, None, share)
+    return _DecodeSteps(first, _step(s, 1, before, small, head=1, dims=s.model.decode_dims), share)
+
+
+def _decode_step(s: _Setup, context: Any, concurrency: Any) -> _Step:
+    """The pass of the busiest group's larger micro-batch."""
+    return _decode_steps(s, context, concurrency).large
+
+
+def _decode_seconds(
+    s: _Setup,
+    c: efficiency.Constants | None,
+    context: Any,
+    concurrency: Any,
+    steps: _DecodeSteps | None = None,
+    communication: Any = None,
+) -> Any:
+    """Time per output token. With pipeline stages each stage works through every micro-batch in turn,
+    so a round (one token for every sequence) lasts the mean pass of the micro-batches in flight.
+    ``steps`` (``_decode_steps(s, context, concurrency)``) and ``communication`` (``_communication`` of
+    ``steps.large``): when the caller has them."""
+    large, small, share = steps if steps is not None else _decode_steps(s, context, concurrency)
+    seconds = _seconds(large, s, c, phase="decode", communication=communication)
+    if small is None:
         return seconds
-    rest = _seconds(_step(s, 1, before, small, head=1, dims=s.model.decode_dims), s, c, phase="decode")
+    rest = _seconds(small, s, c, phase="decode")
     return np.add(np.multiply(share, seconds), np.multiply(1.0 - share, rest))
+
+
+_ONE_GPU: dict[str, Any] = dict(tp=1, pp=1, ep=1, groups=1, attention_dp=1, sequential=False)
 
 
 def _single(s: _Setup) -> _Setup:
     """The same configuration on one GPU with unlimited memory: the reference of scaling efficiency."""
-    return replace(s, tp=1, pp=1, ep=1, groups=1, attention_dp=1, sequential=False)
+    return replace(s, **_ONE_GPU)
+
+
+def _is_single(s: _Setup) -> bool:
+    """Whether ``s`` is its own ``_single`` reference (a scalar setup on one GPU), so need not be rerun."""
+    values = [getattr(s, name) for name in _ONE_GPU]
+    scalar = not any(isinstance(value, np.ndarray) and value.ndim for value in values)
+    return scalar and values == list(_ONE_GPU.values())
 
 
 def _prefill_steps(s: _Setup, prompt: Any, chunk: float, prompts: Any = 1) -> _Step:
@@ -618,18 +653,28 @@ def _prefill_steps(s: _Setup, prompt: Any, chunk: float, prompts: Any = 1) -> _S
 
 
 def _prefill_seconds(
-    steps: _Step, s: _Setup, c: efficiency.Constants | None, layout: _Setup, request: Any = 0.0
+    steps: _Step,
+    s: _Setup,
+    c: efficiency.Constants | None,
+    layout: _Setup,
+    request: Any = 0.0,
+    communication: Any = None,
 ) -> Any:
     """Prefill time from its chunk steps: one after the other, or flowing through the pipeline stages when
-    the engine overlaps them (``layout``: the setup without the chunk axis)."""
-    times = np.where(np.asarray(steps.tokens) > 0, _seconds(steps, s, c, phase="prefill"), 0.0)
+    the engine overlaps them (``layout``: the setup without the chunk axis; ``communication``:
+    ``_communication`` of the steps when the caller has it)."""
+    seconds = _seconds(steps, s, c, phase="prefill", communication=communication)
+    times = np.where(np.asarray(steps.tokens) > 0, seconds, 0.0)
     overlap = np.logical_and(layout.pipelined_prefill, np.asarray(layout.pp) > 1)
     flowing = np.add(parallel.pipelined_seconds(times, layout.pp), request)
     return scalar_or_array(np.where(overlap, flowing, prefill.chunked_seconds(times, steps.tokens, request)))
 
 
-def _seconds(step: _Step, s: _Setup, c: efficiency.Constants | None, *, phase: str) -> Any:
-    """Step time at the ceiling (``c`` None) or expected; phase ``decode`` or ``prefill``."""
+def _seconds(
+    step: _Step, s: _Setup, c: efficiency.Constants | None, *, phase: str, communication: Any = None
+) -> Any:
+    """Step time at the ceiling (``c`` None) or expected; phase ``decode`` or ``prefill``; ``communication``:
+    ``_communication`` of the step when the caller has it."""
     mu = 1.0 if c is None else (c.decode_compute if phase == "decode" else c.compute)
     eta = 1.0 if c is None else c.bandwidth
     eta_kv = 1.0 if c is None else c.kv_bandwidth
@@ -644,7 +689,7 @@ def _seconds(step: _Step, s: _Setup, c: efficiency.Constants | None, *, phase: s
     ]
     if c is None:
         return decode.step_seconds(operators)
-    return decode.step_seconds(operators, _overhead(step, s, c))
+    return decode.step_seconds(operators, _overhead(step, s, c, communication))
 
 
 def _allreduce(step: _Step, s: _Setup, c: efficiency.Constants) -> Any:
@@ -668,10 +713,12 @@ def _communication(step: _Step, s: _Setup, c: efficiency.Constants) -> Any:
     return np.where(np.asarray(step.tokens) > 0, total, 0.0)
 
 
-def _overhead(step: _Step, s: _Setup, c: efficiency.Constants) -> Any:
+def _overhead(step: _Step, s: _Setup, c: efficiency.Constants, communication: Any = None) -> Any:
+    """Fixed costs and collectives of a pass (``communication``: ``_communication`` when the caller has it)."""
+    communication = _communication(step, s, c) if communication is None else communication
     fixed = decode.overhead_seconds(s.model.layers, c.layer_seconds, c.step_seconds,
                                     moe_layers=s.model.moe_layers, moe_layer_seconds=c.moe_layer_seconds)
-    return np.where(np.asarray(step.tokens) > 0, np.add(fixed, _communication(step, s, c)), 0.0)
+    return np.where(np.asarray(step.tokens) > 0, np.add(fixed, communication), 0.0)
 
 
 def _bound_seconds(step: _Step, s: _Setup) -> tuple[Any, Any]:
@@ -884,9 +931,12 @@ def _decode_numbers(s: _Setup, c: efficiency.Constants, bands: Any, ctx: Any, us
     """The numeric fields of ``Decode``. ``s`` and ``c`` may hold arrays (``_setups``); ``bands`` are the
     ``(low, high)`` factors at batch 1 and at batch > 1."""
     single, batched = bands
-    step = _decode_step(s, ctx, users)
-    ceiling, expected = _decode_seconds(s, None, ctx, users), _decode_seconds(s, c, ctx, users)
-    reference = _decode_seconds(_single(s), c, ctx, users)
+    steps = _decode_steps(s, ctx, users)
+    step = steps.large
+    communication = _communication(step, s, c)
+    ceiling = _decode_seconds(s, None, ctx, users, steps)
+    expected = _decode_seconds(s, c, ctx, users, steps, communication)
+    reference = expected if _is_single(s) else _decode_seconds(_single(s), c, ctx, users)
     low = np.where(np.asarray(users) == 1, single[0], batched[0])
     high = np.where(np.asarray(users) == 1, single[1], batched[1])
     rate, top = decode.tokens_per_second(expected), decode.tokens_per_second(ceiling)
@@ -910,9 +960,9 @@ def _decode_numbers(s: _Setup, c: efficiency.Constants, bands: Any, ctx: Any, us
         flops=scalar_or_array(flops),
         arithmetic_intensity=roofline.arithmetic_intensity(flops, moved),
         experts_touched=scalar_or_array(step.touched),
-        overhead_seconds=scalar_or_array(_overhead(step, s, c)),
+        overhead_seconds=scalar_or_array(_overhead(step, s, c, communication)),
         allreduce_seconds=scalar_or_array(_allreduce(step, s, c)),
-        communication_seconds=scalar_or_array(_communication(step, s, c)),
+        communication_seconds=scalar_or_array(communication),
         scaling_efficiency=scalar_or_array(parallel.scaling_efficiency(reference, expected, s.gpus)),
     )
 
@@ -963,10 +1013,12 @@ def _prefill_numbers(
     sx, cx = (_along_chunks(s), _along_chunks(c)) if arrays else (s, c)  # chunks lie along a trailing axis
     steps = _prefill_steps(sx, prompt, size)
     ceiling = _prefill_seconds(steps, sx, None, s)
-    expected = _prefill_seconds(steps, sx, cx, s, c.request_seconds)
+    communication = _communication(steps, sx, cx)
+    expected = _prefill_seconds(steps, sx, cx, s, c.request_seconds, communication)
+    alone = expected if _is_single(s) else _prefill_seconds(
+        _prefill_steps(_single(sx), prompt, size), _single(sx), cx, _single(s), c.request_seconds
+    )
     expected = np.where(s.published, expected, np.nan)
-    one = _single(s)
-    alone = _prefill_seconds(_prefill_steps(_single(sx), prompt, size), _single(sx), cx, one, c.request_seconds)
     if first is None:
         first = _decode_seconds(s, None, prompt, users), _decode_seconds(s, c, prompt, users)
     ttft_top = prefill.time_to_first_token(ceiling, first[0])
@@ -996,7 +1048,7 @@ def _prefill_numbers(
         ttft_seconds_expected=scalar_or_array(ttft),
         ttft_band=(scalar_or_array(np.maximum(np.divide(ttft, high), ttft_top)), scalar_or_array(np.divide(ttft, low))),
         bound=_bound_name(np.greater(*(np.sum(t, axis=-1) for t in _bound_seconds(steps, sx)))),
-        communication_seconds=scalar_or_array(np.sum(_communication(steps, sx, cx), axis=-1)),
+        communication_seconds=scalar_or_array(np.sum(communication, axis=-1)),
         scaling_efficiency=scalar_or_array(parallel.scaling_efficiency(alone, expected, s.gpus)),
     )
 
