@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusizer import catalog, decode, performance
+from gpusizer import catalog, decode, interconnect, performance
 
 # Llama 3.1 8B, BF16 (architecture.parameter_counts): 6,979,321,856 linear + 525,336,576 LM head
 # + 266,240 norm parameters, 2 bytes each; the 525M-row input embedding is gathered, not streamed.
@@ -80,7 +80,7 @@ def test_tensor_parallel_adds_allreduces_and_splits_bytes():
     one, two = (performance.speed("llama-3.1-70b", "h100-sxm", context=1, gpus=g).decode for g in (1, 2))
     assert one.allreduce_seconds == 0 and two.allreduce_seconds > 0
     assert two.weight_bytes == pytest.approx(one.weight_bytes / 2, rel=1e-3)
-    assert decode.allreduce_seconds(16384, 1, 1e11, 1e-5) == 0
+    assert interconnect.ring_allreduce_seconds(16384, 1, 1e11, 1e-5) == 0  # one GPU: no all-reduce
 
 
 def test_layer_split_is_no_faster_than_one_gpu():

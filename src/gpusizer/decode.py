@@ -33,7 +33,6 @@ from gpusizer._checks import scalar_or_array
 __all__ = [
     "activation_bytes",
     "aggregate_tokens_per_second",
-    "allreduce_seconds",
     "experts_touched",
     "overhead_seconds",
     "step_seconds",
@@ -138,43 +137,6 @@ def activation_bytes(
     return scalar_or_array(np.multiply(tokens, np.multiply(num_layers, per_layer) + 4.0 * np.asarray(vocab)))
 
 
-def allreduce_seconds(message_bytes: Any, gpus: Any, bus_bandwidth: Any, latency: Any) -> Any:
-    r"""Time of one ring all-reduce of ``message_bytes`` over ``gpus`` GPUs; 0 on one GPU.
-
-    ``interconnect.ring_allreduce_seconds`` without the per-step hop latency; ``interconnect`` also
-    has the one-shot and two-shot algorithms engines use for small messages.
-
-    Parameters
-    ----------
-    message_bytes : array_like
-        Bytes reduced (decode: :math:`B\,d\,b_a`). [B]
-    gpus : array_like
-        GPUs in the tensor-parallel group :math:`n`. [-]
-    bus_bandwidth : array_like
-        Achieved bus bandwidth of the fabric (nccl-tests ``busbw`` convention). [B/s]
-    latency : array_like
-        Small-message latency :math:`\alpha`. [s]
-
-    Returns
-    -------
-    numeric
-        :math:`\alpha + 2\frac{n-1}{n}\frac{m}{\beta_{bus}}` for :math:`n > 1`, else 0. [s]
-
-    References
-    ----------
-    .. [1] M. Shoeybi et al., "Megatron-LM," arXiv:1909.08053, 2019 (two all-reduces per layer).
-    .. [2] NVIDIA/nccl-tests: doc/PERFORMANCE.md (bus bandwidth).
-
-    Examples
-    --------
-    >>> allreduce_seconds(16384, [1, 2, 8], 370e9, 8e-6)
-    array([0.0e+00, 8.044e-06, 8.077e-06])
-    """
-    n = np.asarray(gpus, dtype=float)
-    ring = 2.0 * (n - 1.0) / n * np.divide(message_bytes, bus_bandwidth)
-    return scalar_or_array(np.where(n > 1, np.add(latency, ring), 0.0))
-
-
 def overhead_seconds(
     num_layers: Any,
     layer_seconds: Any,
@@ -196,7 +158,7 @@ def overhead_seconds(
     step_seconds : array_like
         Per step: sampling, scheduling, host synchronisation. [s]
     allreduce : array_like, optional
-        Time of one all-reduce (``allreduce_seconds``). [s]
+        Time of one all-reduce (``interconnect.allreduce_seconds``). [s]
     allreduces_per_layer : array_like, optional
         2 for Megatron-style tensor parallelism (after attention and after the FFN). [-]
     moe_layers : array_like, optional
