@@ -551,6 +551,14 @@ def _llama4_text(cfg: _Section) -> Fields:
     }
 
 
+def _first_dense(cfg: _Section, layers: int) -> int:
+    """``first_k_dense_replace``: leading layers with a dense FFN (DeepSeek, Kimi, GLM-4.5)."""
+    first = cfg.integer("first_k_dense_replace", "layers", default=0, low=0)
+    if first > layers:
+        raise ValueError(f"{cfg.name('first_k_dense_replace')} = {first} exceeds num_hidden_layers = {layers}")
+    return first
+
+
 def _deepseek(cfg: _Section) -> Fields:
     """DeepSeek-V2/V3, Kimi K2: MLA, ``first_k_dense_replace`` dense layers, MoE every ``moe_layer_freq``."""
     cfg.require("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "n_routed_experts")
@@ -568,9 +576,7 @@ def _deepseek(cfg: _Section) -> Fields:
     n = core["num_layers"]
     freq = cfg.integer("moe_layer_freq", "small", default=1)
     ffns = ["moe" if i % freq == 0 else "dense" for i in range(n)]
-    first = cfg.integer("first_k_dense_replace", "layers", default=0, low=0)
-    if first > n:
-        raise ValueError(f"{cfg.name('first_k_dense_replace')} = {first} exceeds num_hidden_layers = {n}")
+    first = _first_dense(cfg, n)
     moe = _moe(
         cfg,
         "n_routed_experts",
@@ -621,9 +627,7 @@ def _glm4_moe(cfg: _Section) -> Fields:
     """GLM-4.5: QKV bias, optional qk-norm, ``first_k_dense_replace`` dense layers, one MTP layer."""
     core = _core(cfg)
     n = core["num_layers"]
-    first = cfg.integer("first_k_dense_replace", "layers", default=0, low=0)
-    if first > n:
-        raise ValueError(f"{cfg.name('first_k_dense_replace')} = {first} exceeds num_hidden_layers = {n}")
+    first = _first_dense(cfg, n)
     moe = _moe(
         cfg,
         "n_routed_experts",
