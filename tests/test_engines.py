@@ -37,3 +37,13 @@ def test_unknown_engine_names_the_known_ones():
     with pytest.raises(ValueError, match="vllm"):
         engines.engine("ollama9")
     assert engines.engine("TRT-LLM").name == "trtllm"
+
+
+@pytest.mark.parametrize("name", list(engines.ENGINES))
+def test_profiles_built_without_validation_pass_it_unchanged(name):
+    # ENGINES skips validation at import (model_construct); validating each profile must change nothing,
+    # the Python type of every field included (an int where a float is declared would leak into results).
+    profile = engines.ENGINES[name]
+    again = engines.EngineProfile.model_validate(profile.model_dump())
+    assert again == profile
+    assert {k: type(v) for k, v in dict(again).items()} == {k: type(v) for k, v in dict(profile).items()}

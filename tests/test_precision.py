@@ -47,3 +47,13 @@ def test_every_precision_has_a_source_and_lower_precision_is_smaller():
 def test_weight_only_formats_compute_in_16_bit():
     assert precision.precision("int4").weight_only and precision.precision("int4").compute == "bf16"
     assert not precision.precision("fp8").weight_only
+
+
+@pytest.mark.parametrize("name", list(precision.PRECISIONS))
+def test_table_entries_built_without_validation_pass_it_unchanged(name):
+    # PRECISIONS skips validation at import (model_construct); validating each entry must change nothing,
+    # the Python type of every field included.
+    p = precision.PRECISIONS[name]
+    again = precision.Precision.model_validate(p.model_dump())
+    assert again == p
+    assert {k: type(v) for k, v in dict(again).items()} == {k: type(v) for k, v in dict(p).items()}

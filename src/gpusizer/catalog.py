@@ -15,15 +15,17 @@ from __future__ import annotations
 import datetime
 import difflib
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from gpusizer import units
+
+T = TypeVar("T")
 
 __all__ = [
     "GPU",
@@ -133,7 +135,7 @@ class GPU(Record):
     """Peak DRAM/HBM bandwidth from the datasheet. [B/s]"""
     l2_cache: Bytes | None = None
     """L2 (or last-level) cache. [B]"""
-    dense: DenseRates = DenseRates()
+    dense: DenseRates = Field(default_factory=DenseRates)  # a factory: builds no validator at import
     """Dense peak rates per precision."""
     fp4_format: str | None = None
     """FP4 format behind ``dense.fp4`` (NVFP4, MXFP4)."""
@@ -399,7 +401,7 @@ class Model(Record):
     """Precision of the routed experts when it differs from ``weights`` (gpt-oss MXFP4)."""
     activation_dtype: str = "bf16"
     """Activation dtype (``torch_dtype``); the default KV-cache precision."""
-    published: Published = Published()
+    published: Published = Field(default_factory=Published)
     source: Sources
     checked: datetime.date
     notes: str = ""
@@ -498,6 +500,14 @@ def _read(path: Path | None, name: str) -> dict[str, Any]:
     return tomllib.loads(source.read_text(encoding="utf-8"))
 
 
+def _parsed(name: str, load: Callable[[Path], T]) -> T:
+    """``load`` of the bundled file ``name``, through the user cache of parsed files (``gpusizer._cache``)."""
+    from gpusizer import _cache
+
+    source = _bundled(name)
+    return _cache.parsed(name, source.read_bytes(), lambda data: load(source))
+
+
 def _unique(records: Iterable[GPU | System | Model], kind: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for record in records:
@@ -526,12 +536,12 @@ def load_models(path: str | Path | None = None) -> dict[str, Model]:
 
 @cache
 def _bundled_gpus() -> tuple[dict[str, GPU], dict[str, System]]:
-    return load_gpus()
+    return _parsed("gpus.toml", load_gpus)
 
 
 @cache
 def _bundled_models() -> dict[str, Model]:
-    return load_models()
+    return _parsed("models.toml", load_models)
 
 
 def _normalise(name: str) -> str:

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from gpusizer._checks import scalar_or_array
+from gpusizer._numeric import divide, number
 
 __all__ = [
     "activation_bytes",
@@ -69,8 +70,19 @@ def experts_touched(tokens: Any, num_experts: Any, experts_per_token: Any) -> An
     >>> experts_touched([1, 8, 32, 128], 256, 8).round(0)
     array([  8.,  57., 163., 252.])
     """
-    share = np.divide(experts_per_token, num_experts)
-    return scalar_or_array(np.multiply(num_experts, 1.0 - np.power(1.0 - share, tokens)))
+    experts = number(num_experts)
+    share = divide(number(experts_per_token), experts)
+    return scalar_or_array(experts * (1.0 - _power(1.0 - share, number(tokens))))
+
+
+def _power(base: Any, exponent: Any) -> Any:
+    """``np.power``: ``base ** exponent``, with numpy's ``nan`` or ``inf`` where Python gives a complex
+    number (a negative base) or raises (zero to a negative power, overflow)."""
+    try:
+        result = base ** exponent
+    except (ZeroDivisionError, OverflowError):
+        return float(np.power(base, exponent))
+    return result if type(result) is not complex else float(np.power(base, exponent))
 
 
 def streamed_weight_bytes(
@@ -102,8 +114,9 @@ def streamed_weight_bytes(
     >>> streamed_weight_bytes([1, 1000], 1e9, 64e9, num_experts=128, experts_per_token=8)
     array([5.e+09, 6.5e+10])
     """
-    share = np.divide(experts_touched(tokens, num_experts, experts_per_token), num_experts)
-    return scalar_or_array(np.add(dense_bytes, np.multiply(expert_bytes, share)))
+    experts = number(num_experts)
+    share = divide(experts_touched(tokens, experts, experts_per_token), experts)
+    return scalar_or_array(number(dense_bytes) + number(expert_bytes) * share)
 
 
 def activation_bytes(
@@ -133,8 +146,8 @@ def activation_bytes(
     >>> activation_bytes(1, 32, 4096, 14336, 128256, 2)  # Llama 3.1 8B, one token: 5.9 MB
     5886976.0
     """
-    per_layer = (10.0 * np.asarray(hidden) + 3.0 * np.asarray(ffn_width)) * bytes_per_element
-    return scalar_or_array(np.multiply(tokens, np.multiply(num_layers, per_layer) + 4.0 * np.asarray(vocab)))
+    per_layer = (10.0 * number(hidden) + 3.0 * number(ffn_width)) * number(bytes_per_element)
+    return scalar_or_array(number(tokens) * (number(num_layers) * per_layer + 4.0 * number(vocab)))
 
 
 def overhead_seconds(
@@ -176,9 +189,9 @@ def overhead_seconds(
     >>> overhead_seconds(32, 10e-6, 50e-6)
     0.00037
     """
-    per_layer = np.add(layer_seconds, np.multiply(allreduces_per_layer, allreduce))
-    moe = np.multiply(moe_layers, moe_layer_seconds)
-    return scalar_or_array(np.multiply(num_layers, per_layer) + moe + np.asarray(step_seconds))
+    per_layer = number(layer_seconds) + number(allreduces_per_layer) * number(allreduce)
+    moe = number(moe_layers) * number(moe_layer_seconds)
+    return scalar_or_array(number(num_layers) * per_layer + moe + number(step_seconds))
 
 
 def step_seconds(operator_seconds: Iterable[Any], overhead: Any = 0.0) -> Any:
@@ -201,9 +214,9 @@ def step_seconds(operator_seconds: Iterable[Any], overhead: Any = 0.0) -> Any:
     >>> step_seconds([0.004, 0.001], 0.0005)
     0.0055
     """
-    total = np.asarray(overhead, dtype=float)
+    total = number(overhead) * 1.0  # a float, whatever the inputs
     for seconds in operator_seconds:
-        total = total + np.asarray(seconds, dtype=float)
+        total = total + number(seconds)
     return scalar_or_array(total)
 
 
@@ -215,7 +228,7 @@ def tokens_per_second(step: Any) -> Any:
     >>> tokens_per_second(0.02)
     50.0
     """
-    return scalar_or_array(np.divide(1.0, step))
+    return scalar_or_array(divide(1.0, number(step)))
 
 
 def aggregate_tokens_per_second(concurrency: Any, step: Any) -> Any:
@@ -226,4 +239,4 @@ def aggregate_tokens_per_second(concurrency: Any, step: Any) -> Any:
     >>> aggregate_tokens_per_second(64, 0.04)
     1600.0
     """
-    return scalar_or_array(np.divide(concurrency, step))
+    return scalar_or_array(divide(number(concurrency), number(step)))

@@ -34,13 +34,13 @@ import datetime
 import tomllib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from gpusizer.catalog import _bundled
+from gpusizer.catalog import _bundled, _parsed
 
 __all__ = [
     "BOUNDS",
@@ -282,8 +282,8 @@ def load(path: str | Path | None = None) -> Table:
 
 @cache
 def bundled() -> Table:
-    """The bundled, fitted table (read once)."""
-    return load()
+    """The bundled, fitted table (read once; kept parsed in the user cache, ``gpusizer._cache``)."""
+    return _parsed("efficiency.toml", load)
 
 
 #: Other spellings of the engine classes.
@@ -359,6 +359,7 @@ def resolve(table: Table, engine: str, gpu_class: str, family: str, fabric: str)
 EXTRAPOLATION_WIDENING = 1.5
 
 
+@lru_cache(maxsize=256)  # a table hashes by identity and is not changed once built
 def band_factors(table: Table, regime: str, *, informed: bool = True) -> tuple[float, float]:
     """``(low, high)`` multipliers of an expected rate for the p10-p90 band of ``regime``.
 

@@ -23,9 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-import numpy as np
-
 from gpusizer._checks import scalar_or_array
+from gpusizer._numeric import minimum, number, where
 from gpusizer.catalog import Record
 
 __all__ = ["ENGINES", "KV_POOL_RULES", "EngineProfile", "device_capacity", "engine", "kv_pool_bytes"]
@@ -60,10 +59,12 @@ class EngineProfile(Record):
     source: tuple[str, ...]
 
 
+#: The profiles, built without validation: the first validation in a process costs about 20 ms of
+#: ``gpusizer fit``; ``tests/test_engines.py`` validates every profile instead.
 ENGINES: dict[str, EngineProfile] = {
     p.name: p
     for p in (
-        EngineProfile(
+        EngineProfile.model_construct(
             name="vllm",
             kv_rule="share_of_total",
             memory_fraction=0.9,
@@ -81,7 +82,7 @@ ENGINES: dict[str, EngineProfile] = {
                 "vllm-project/vllm PR #11349: CUDA graphs 0.17-0.36 GiB typical",
             ),
         ),
-        EngineProfile(
+        EngineProfile.model_construct(
             name="sglang",
             kv_rule="static_share",
             memory_fraction=0.88,
@@ -97,7 +98,7 @@ ENGINES: dict[str, EngineProfile] = {
                 "sgl-project/sglang issue #8538: CUDA graph memory",
             ),
         ),
-        EngineProfile(
+        EngineProfile.model_construct(
             name="trtllm",
             kv_rule="share_of_free",
             memory_fraction=0.9,
@@ -110,7 +111,7 @@ ENGINES: dict[str, EngineProfile] = {
             max_sequences=256,
             source=("NVIDIA/TensorRT-LLM docs: KvCacheConfig free_gpu_memory_fraction 0.9, tokens_per_block 32",),
         ),
-        EngineProfile(
+        EngineProfile.model_construct(
             name="llama.cpp",
             kv_rule="whole",
             memory_fraction=1.0,
@@ -151,22 +152,23 @@ def engine(name: str | EngineProfile) -> EngineProfile:
 
 
 def _share_of_total(capacity: Any, weights: Any, overhead: Any, fraction: Any) -> Any:
-    return np.multiply(fraction, capacity) - weights - overhead
+    return number(fraction) * number(capacity) - number(weights) - number(overhead)
 
 
 def _static_share(capacity: Any, weights: Any, overhead: Any, fraction: Any) -> Any:
     # Weights and KV share the static fraction, overhead lives in the rest; both must hold.
-    rest = np.subtract(np.multiply(1 - np.asarray(fraction), capacity), overhead)
-    return np.multiply(fraction, capacity) - weights + np.minimum(rest, 0)
+    capacity, fraction = number(capacity), number(fraction)
+    rest = (1 - fraction) * capacity - number(overhead)
+    return fraction * capacity - number(weights) + minimum(rest, 0)
 
 
 def _share_of_free(capacity: Any, weights: Any, overhead: Any, fraction: Any) -> Any:
-    free = np.subtract(capacity, weights) - overhead
-    return np.where(free > 0, np.multiply(fraction, free), free)
+    free = number(capacity) - number(weights) - number(overhead)
+    return where(free > 0, number(fraction) * free, free)
 
 
 def _whole(capacity: Any, weights: Any, overhead: Any, fraction: Any) -> Any:
-    return np.subtract(np.multiply(fraction, capacity), weights) - overhead
+    return number(fraction) * number(capacity) - number(weights) - number(overhead)
 
 
 #: Rules from budget to KV pool: ``rule(capacity, weights, overhead, fraction) -> pool`` [B].
@@ -221,4 +223,4 @@ def device_capacity(capacity: Any, unified_memory: bool, profile: EngineProfile)
     96000000000.0
     """
     share = profile.unified_memory_fraction if unified_memory else 1.0
-    return scalar_or_array(np.multiply(capacity, share))
+    return scalar_or_array(number(capacity) * share)

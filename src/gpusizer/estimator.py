@@ -11,12 +11,13 @@ import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields
 from functools import cache
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 import numpy as np
 
-from gpusizer import architecture, catalog, engines, memory, parallel, performance, precision
-from gpusizer._checks import integer_array, plain, scalar_or_array
+from gpusizer import architecture, catalog, efficiency, engines, memory, parallel, performance, precision
+from gpusizer._checks import cache_by_identity, integer_array, plain, scalar_or_array
+from gpusizer._numeric import number
 
 if TYPE_CHECKING:  # imported when used: it brings the benchmark readers, which `gpusizer fit` never needs
     from gpusizer import calibration as _calibration
@@ -138,11 +139,10 @@ class Estimate:
 
 def resolve_target(gpu: str | catalog.GPU | catalog.System, gpus: int | None) -> tuple[catalog.GPU, int]:
     """A GPU record and GPU count from a GPU id, alias or system id (``hgx-h200-8x`` means 8 x H200)."""
-    if isinstance(gpu, str) and gpu.lower() in {s.id for s in catalog.systems()}:
-        gpu = catalog.system(gpu)
-    if isinstance(gpu, catalog.System):
-        return catalog.gpu(gpu.gpu), gpu.gpu_count if gpus is None else gpus
-    return catalog.gpu(gpu), 1 if gpus is None else gpus
+    system = _system(gpu)
+    if system is not None:
+        return catalog.gpu(system.gpu), system.gpu_count if gpus is None else gpus
+    return catalog.gpu(cast(Any, gpu)), 1 if gpus is None else gpus
 
 
 def estimate(
@@ -213,12 +213,14 @@ def estimate(
     """
     record = catalog.model(model)
     bare = isinstance(layout, str) and layout.strip().lower() in ("tp", "pp", "ep", "dp", "layer")
-    if gpus is None and _system(gpu) is None and not bare:
+    system = _system(gpu)
+    if gpus is None and system is None and not bare:
         gpus = parallel.layout(layout).gpus  # an explicit layout on a bare GPU says how many
     device, count = resolve_target(gpu, gpus)
     count = int(integer_array(count, "gpus", minimum=1))
-    ctx = integer_array(context, "context", minimum=1)
-    users = integer_array(concurrency, "concurrency", minimum=1)
+    ctx = number(integer_array(context, "context", minimum=1))
+    users = number(integer_array(concurrency, "concurrency", minimum=1))
+    asked = None if prompt is None else number(integer_array(prompt, "prompt", minimum=1))
     profile = engines.engine(engine)
     plan = parallel.layout(layout, count)
     parallel.check(plan, record, heads=False)
@@ -228,10 +230,10 @@ def estimate(
     w, experts, kv_name = _precisions(record, weights, kv_cache)
     footprint = _footprint(record, w, experts, kv_name)
     sizes = _memory_numbers(footprint, profile, _capacity(device, profile), count, ctx, users, plan)
-    decode, prefill = performance.speed(
-        record, device, weights=w, expert_weights=experts, kv_cache=kv_name, context=ctx,
-        concurrency=users, prompt=prompt, gpus=count, engine=profile.name, layout=plan, scale_out=_scale_out(gpu),
-        table=None if calibration is None else _calibrated(calibration, profile.name, device),
+    table = efficiency.bundled() if calibration is None else _calibrated(calibration, profile.name, device)
+    decode, prefill = performance._speed(
+        record, device, w, experts, kv_name, count, profile.name, plan, table, _scale_out(system), ctx, users, asked,
+        None,
     )
     return Estimate(
         model=record.id,
@@ -253,11 +255,17 @@ def estimate(
 
 def _system(target: Any) -> catalog.System | None:
     """The system a target names, None for a GPU."""
-    if isinstance(target, str) and target.lower() in {s.id for s in catalog.systems()}:
-        return catalog.system(target)
+    if isinstance(target, str):
+        return _systems().get(target.lower())
     return target if isinstance(target, catalog.System) else None
 
 
+@cache
+def _systems() -> dict[str, catalog.System]:
+    return {s.id: s for s in catalog.systems()}
+
+
+@cache_by_identity  # one table per calibration, engine and GPU: the speed caches key on the table's identity
 def _calibrated(calibration: _calibration.Calibration, engine: str, device: catalog.GPU) -> Any:
     """The efficiency table a calibration gives ``engine`` on ``device`` (``calibration.efficiency_table``)."""
     from gpusizer import calibration as calibrations
@@ -265,9 +273,8 @@ def _calibrated(calibration: _calibration.Calibration, engine: str, device: cata
     return calibrations.efficiency_table(calibration, engine, device)
 
 
-def _scale_out(target: Any) -> float | None:
-    """Scale-out bandwidth per GPU and direction of a system target, None for a bare GPU. [B/s]"""
-    system = _system(target)
+def _scale_out(system: catalog.System | None) -> float | None:
+    """Scale-out bandwidth per GPU and direction of a system, None for a bare GPU. [B/s]"""
     if system is not None and system.scale_out_bandwidth:
         return system.scale_out_bandwidth / 8
     return None
@@ -277,7 +284,7 @@ def _parallel_breakdown(
     plan: parallel.Layout, decode: performance.Decode, prefill: performance.Prefill
 ) -> ParallelBreakdown:
     """The layout and what it costs, from the decode and prefill records."""
-    speedup = np.multiply(plan.gpus, decode.scaling_efficiency)
+    speedup = plan.gpus * decode.scaling_efficiency
     return ParallelBreakdown(
         layout=plan.name,
         gpus=plan.gpus,
@@ -290,8 +297,8 @@ def _parallel_breakdown(
         scaling_efficiency=decode.scaling_efficiency,
         prefill_scaling_efficiency=prefill.scaling_efficiency,
         communication_seconds_per_step=decode.communication_seconds,
-        communication_share=scalar_or_array(np.divide(decode.communication_seconds, decode.tpot_seconds_expected)),
-        reference_tokens_per_second=scalar_or_array(np.divide(decode.expected_tokens_per_second, speedup)),
+        communication_share=scalar_or_array(decode.communication_seconds / decode.tpot_seconds_expected),
+        reference_tokens_per_second=scalar_or_array(decode.expected_tokens_per_second / speedup),
         speedup=scalar_or_array(speedup),
     )
 
@@ -340,7 +347,7 @@ class _Footprint(NamedTuple):
     """Longest context the model takes. [token]"""
 
 
-@cache
+@cache_by_identity
 def _footprint(record: catalog.Model, weights: str, experts: str | None, kv_cache: str) -> _Footprint:
     """The memory numbers of a model at its precisions (cached: records are frozen)."""
     act_bpe = precision.bytes_per_element(record.activation_dtype)
@@ -367,7 +374,6 @@ def _footprint(record: catalog.Model, weights: str, experts: str | None, kv_cach
     )
 
 
-@cache
 def _capacity(device: catalog.GPU, profile: engines.EngineProfile) -> float:
     """Memory the engine may use on one such GPU. [B]"""
     unified = "unified" in (device.memory_type or "").lower()
@@ -419,23 +425,22 @@ def _memory_numbers(
     ))
     cache = dict(block_size=e.block_size, tensor_parallel=tp)
     stage = parallel.stage_fraction(f.num_layers, pp)  # exactly 1.0 without pipeline stages
-    per_sequence = np.multiply(memory.sequence_cache_bytes(ctx, f.layout, f.kv_bpe, f.act_bpe, **cache), stage)
+    per_sequence = memory.sequence_cache_bytes(ctx, f.layout, f.kv_bpe, f.act_bpe, **cache) * stage
     resident = parallel.sequences_per_group(users, groups)
-    kv_bytes = np.multiply(resident, per_sequence)
+    kv_bytes = resident * per_sequence
     headroom = memory.headroom_bytes(pool, kv_bytes)
     return dict(
         weights_bytes=weight_bytes,
         kv_cache_bytes=scalar_or_array(kv_bytes),
         activation_bytes=activation,
         runtime_bytes=runtime,
-        total_bytes=scalar_or_array(np.add(weight_bytes + activation + runtime, kv_bytes)),
+        total_bytes=scalar_or_array(weight_bytes + activation + runtime + kv_bytes),
         capacity_bytes=capacity_bytes,
         budget_bytes=weight_bytes + activation + runtime + pool,
         headroom_bytes=headroom,
-        fits=scalar_or_array(np.asarray(headroom) >= 0),
+        fits=scalar_or_array(headroom >= 0),
         kv_pool_bytes=pool,
-        kv_pool_tokens=scalar_or_array(np.multiply(memory.pool_tokens(pool, per_sequence, ctx), groups)),
-        max_concurrency=scalar_or_array(np.multiply(memory.max_concurrency(pool, per_sequence), groups)),
-        max_context=memory.max_context(np.divide(pool, stage), resident, f.layout, f.kv_bpe, f.act_bpe,
-                                       limit=f.limit, **cache),
+        kv_pool_tokens=scalar_or_array(memory.pool_tokens(pool, per_sequence, ctx) * groups),
+        max_concurrency=scalar_or_array(memory.max_concurrency(pool, per_sequence) * groups),
+        max_context=memory.max_context(pool / stage, resident, f.layout, f.kv_bpe, f.act_bpe, limit=f.limit, **cache),
     )

@@ -46,11 +46,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from gpusizer import units
 from gpusizer._checks import scalar_or_array
-from gpusizer.catalog import GPU, _bundled
+from gpusizer._numeric import divide, minimum, number, where
+from gpusizer.catalog import GPU, _bundled, _parsed
 
 __all__ = [
     "ALLREDUCE_METHODS",
@@ -110,9 +109,10 @@ def ring_allreduce_seconds(
     >>> ring_allreduce_seconds(16384, 8, 370e9, 8e-6, hop_latency=0.47e-6)  # + 14 hops
     1.4657e-05
     """
-    n = np.asarray(gpus, dtype=float)
-    ring = 2.0 * (n - 1.0) * np.asarray(hop_latency) + 2.0 * (n - 1.0) / n * np.divide(message_bytes, bus_bandwidth)
-    return scalar_or_array(np.where(n > 1, np.add(latency, ring), 0.0))
+    n = number(gpus)
+    transfer = divide(number(message_bytes), number(bus_bandwidth))
+    ring = 2.0 * (n - 1.0) * number(hop_latency) + divide(2.0 * (n - 1.0), n) * transfer
+    return scalar_or_array(where(n > 1, number(latency) + ring, 0.0))
 
 
 def one_shot_allreduce_seconds(message_bytes: Any, gpus: Any, bus_bandwidth: Any, latency: Any) -> Any:
@@ -135,9 +135,9 @@ def one_shot_allreduce_seconds(message_bytes: Any, gpus: Any, bus_bandwidth: Any
     >>> one_shot_allreduce_seconds(16384, 8, 370e9, 8e-6)
     8.31e-06
     """
-    n = np.asarray(gpus, dtype=float)
-    t = np.add(latency, (n - 1.0) * np.divide(message_bytes, bus_bandwidth))
-    return scalar_or_array(np.where(n > 1, t, 0.0))
+    n = number(gpus)
+    t = number(latency) + (n - 1.0) * divide(number(message_bytes), number(bus_bandwidth))
+    return scalar_or_array(where(n > 1, t, 0.0))
 
 
 def two_shot_allreduce_seconds(message_bytes: Any, gpus: Any, bus_bandwidth: Any, latency: Any) -> Any:
@@ -160,9 +160,9 @@ def two_shot_allreduce_seconds(message_bytes: Any, gpus: Any, bus_bandwidth: Any
     >>> two_shot_allreduce_seconds(16384, 8, 370e9, 8e-6)
     1.6077e-05
     """
-    n = np.asarray(gpus, dtype=float)
-    t = 2.0 * np.asarray(latency) + 2.0 * (n - 1.0) / n * np.divide(message_bytes, bus_bandwidth)
-    return scalar_or_array(np.where(n > 1, t, 0.0))
+    n = number(gpus)
+    t = 2.0 * number(latency) + divide(2.0 * (n - 1.0), n) * divide(number(message_bytes), number(bus_bandwidth))
+    return scalar_or_array(where(n > 1, t, 0.0))
 
 
 #: All-reduce algorithms by name (``allreduce_seconds(..., method=name)``).
@@ -243,11 +243,10 @@ def engine_allreduce_seconds(
     >>> engine_allreduce_seconds([16384, 64e6], 8, 370e9, 8e-6, 0.47e-6, custom=True, custom_max_bytes=2**23)
     array([8.30996757e-06, 3.17282703e-04])
     """
-    small = np.logical_and(custom, np.less(message_bytes, custom_max_bytes))
-    fast = np.minimum(one_shot_allreduce_seconds(message_bytes, gpus, bus_bandwidth, latency),
-                      two_shot_allreduce_seconds(message_bytes, gpus, bus_bandwidth, latency))
-    ring = ring_allreduce_seconds(message_bytes, gpus, bus_bandwidth, latency, hop_latency)
-    return scalar_or_array(np.where(small, fast, ring))
+    m, n, beta, alpha = number(message_bytes), number(gpus), number(bus_bandwidth), number(latency)
+    small = number(custom) & (m < number(custom_max_bytes))
+    fast = minimum(one_shot_allreduce_seconds(m, n, beta, alpha), two_shot_allreduce_seconds(m, n, beta, alpha))
+    return scalar_or_array(where(small, fast, ring_allreduce_seconds(m, n, beta, alpha, hop_latency)))
 
 
 def p2p_seconds(message_bytes: Any, bandwidth: Any, latency: Any) -> Any:
@@ -272,7 +271,7 @@ def p2p_seconds(message_bytes: Any, bandwidth: Any, latency: Any) -> Any:
     >>> p2p_seconds(16384, 20e9, 20e-6)
     2.08192e-05
     """
-    return scalar_or_array(np.add(latency, np.divide(message_bytes, bandwidth)))
+    return scalar_or_array(number(latency) + divide(number(message_bytes), number(bandwidth)))
 
 
 def alltoall_seconds(send_bytes: Any, gpus: Any, bandwidth: Any, latency: Any) -> Any:
@@ -303,8 +302,8 @@ def alltoall_seconds(send_bytes: Any, gpus: Any, bandwidth: Any, latency: Any) -
     >>> alltoall_seconds(7 / 8 * 128 * 8 * 7168, [1, 8], 45e9, 10e-6)
     array([0.        , 0.00015272])
     """
-    n = np.asarray(gpus, dtype=float)
-    return scalar_or_array(np.where(n > 1, np.add(latency, np.divide(send_bytes, bandwidth)), 0.0))
+    t = number(latency) + divide(number(send_bytes), number(bandwidth))
+    return scalar_or_array(where(number(gpus) > 1, t, 0.0))
 
 
 # --- link classes: data -------------------------------------------------------------------------
@@ -408,8 +407,8 @@ def _record(kind: type, data: dict[str, Any]) -> Any:
 
 @cache
 def bundled() -> Table:
-    """The bundled table (read once)."""
-    return load()
+    """The bundled table (read once; kept parsed in the user cache, ``gpusizer._cache``)."""
+    return _parsed("interconnect.toml", load)
 
 
 # --- which link joins a group of GPUs -------------------------------------------------------------

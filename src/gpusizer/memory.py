@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from gpusizer._checks import scalar_or_array
+from gpusizer._numeric import ceil, divide, floor, integer, maximum, minimum, number, where
 from gpusizer.architecture import KvLayout
 
 __all__ = [
@@ -57,7 +58,7 @@ def weight_bytes(params: Any, bytes_per_element: Any) -> Any:
     >>> weight_bytes(8.03e9, 2.0)
     16060000000.0
     """
-    return scalar_or_array(np.multiply(params, bytes_per_element))
+    return scalar_or_array(number(params) * number(bytes_per_element))
 
 
 def cached_tokens(context: Any, window: Any = np.inf, block_size: Any = 1) -> Any:
@@ -89,8 +90,12 @@ def cached_tokens(context: Any, window: Any = np.inf, block_size: Any = 1) -> An
     >>> cached_tokens(32768, window=4096)
     4096.0
     """
-    held = np.minimum(context, window)
-    return scalar_or_array(np.ceil(held / block_size) * block_size)
+    return scalar_or_array(_cached_tokens(number(context), number(window), number(block_size)))
+
+
+def _cached_tokens(context: Any, window: Any, block_size: Any) -> Any:
+    """``cached_tokens`` of ``number``s."""
+    return ceil(minimum(context, window) / block_size) * block_size
 
 
 def kv_cache_bytes(
@@ -134,7 +139,7 @@ def kv_cache_bytes(
     536870912.0
     """
     tokens = cached_tokens(context, window, block_size)
-    return scalar_or_array(np.multiply(concurrency, tokens) * np.multiply(elements_per_token, bytes_per_element))
+    return scalar_or_array(number(concurrency) * tokens * (number(elements_per_token) * number(bytes_per_element)))
 
 
 def kv_shard_fraction(kv_heads: Any, tensor_parallel: Any) -> Any:
@@ -157,7 +162,12 @@ def kv_shard_fraction(kv_heads: Any, tensor_parallel: Any) -> Any:
     >>> kv_shard_fraction(1, 8)  # MLA
     1.0
     """
-    return scalar_or_array(np.ceil(np.divide(kv_heads, tensor_parallel)) / kv_heads)
+    return scalar_or_array(_kv_shard_fraction(number(kv_heads), number(tensor_parallel)))
+
+
+def _kv_shard_fraction(kv_heads: Any, tensor_parallel: Any) -> Any:
+    """``kv_shard_fraction`` of ``number``s."""
+    return ceil(kv_heads / tensor_parallel) / kv_heads
 
 
 def shard_bytes(total: Any, replicated: Any, tensor_parallel: Any) -> Any:
@@ -177,7 +187,8 @@ def shard_bytes(total: Any, replicated: Any, tensor_parallel: Any) -> Any:
     >>> shard_bytes(100.0, 10.0, 3)
     40.0
     """
-    return scalar_or_array((np.subtract(total, replicated)) / tensor_parallel + replicated)
+    replicated = number(replicated)
+    return scalar_or_array((number(total) - replicated) / number(tensor_parallel) + replicated)
 
 
 def vllm_activation_bytes(
@@ -216,9 +227,9 @@ def vllm_activation_bytes(
     Checked against vLLM's profile log for Llama-3-8B on H100 at 8192 batched tokens: 1.26 GiB
     measured (vllm-project/vllm PR #10511), 1.15 GiB from this formula.
     """
-    per_token = (3 * np.divide(ffn_width, tensor_parallel) + 4 * np.asarray(hidden)) * bytes_per_element
-    logits = 8.0 * np.multiply(max_sequences, vocab)
-    return scalar_or_array(np.multiply(batched_tokens, per_token) + logits)
+    per_token = (3 * (number(ffn_width) / number(tensor_parallel)) + 4 * number(hidden)) * number(bytes_per_element)
+    logits = 8.0 * (number(max_sequences) * number(vocab))
+    return scalar_or_array(number(batched_tokens) * per_token + logits)
 
 
 def llama_cpp_compute_buffer_bytes(ubatch: Any, hidden: Any, ffn_width: Any, vocab: Any) -> Any:
@@ -231,7 +242,7 @@ def llama_cpp_compute_buffer_bytes(ubatch: Any, hidden: Any, ffn_width: Any, voc
         For Llama-3-8B at ``-ub 512`` this gives 0.30 GB; llama.cpp logs a CUDA0 compute buffer of
         about 258 MiB (0.27 GB) for that model. [B]
     """
-    return scalar_or_array(4.0 * np.multiply(ubatch, np.add(vocab, 2 * np.asarray(ffn_width)) + 4 * np.asarray(hidden)))
+    return scalar_or_array(4.0 * (number(ubatch) * (number(vocab) + 2 * number(ffn_width) + 4 * number(hidden))))
 
 
 def headroom_bytes(budget: Any, *used: Any) -> Any:
@@ -242,7 +253,10 @@ def headroom_bytes(budget: Any, *used: Any) -> Any:
     >>> headroom_bytes(80e9, 40e9, 30e9)
     10000000000.0
     """
-    return scalar_or_array(np.subtract(budget, np.sum(np.broadcast_arrays(0.0, *used), axis=0)))
+    total = 0.0
+    for part in used:
+        total = total + number(part)
+    return scalar_or_array(number(budget) - total)
 
 
 def max_concurrency(kv_budget: Any, bytes_per_sequence: Any) -> Any:
@@ -253,8 +267,7 @@ def max_concurrency(kv_budget: Any, bytes_per_sequence: Any) -> Any:
     >>> max_concurrency(10e9, 3e9)
     3
     """
-    count = np.floor(np.maximum(kv_budget, 0) / bytes_per_sequence)
-    return scalar_or_array(count.astype(np.int64))
+    return scalar_or_array(integer(floor(divide(maximum(number(kv_budget), 0), number(bytes_per_sequence)))))
 
 
 def sequence_cache_bytes(
@@ -289,14 +302,23 @@ def sequence_cache_bytes(
         :math:`f_{kv}\,b_{kv} \left(e_{full} \lceil S \rceil_b + \sum_w e_w \lceil \min(S, w) \rceil_b\right)
         + (M_{state} + e_{conv} b_a)/t`. [B]
     """
-    attention = np.multiply(cached_tokens(context, np.inf, block_size), layout.full)
+    return scalar_or_array(_sequence_cache_bytes(
+        number(context), layout, number(kv_bytes_per_element), number(activation_bytes_per_element),
+        number(block_size), number(tensor_parallel),
+    ))
+
+
+def _sequence_cache_bytes(
+    context: Any, layout: KvLayout, kv_bytes_per_element: Any, activation_bytes_per_element: Any, block_size: Any,
+    tensor_parallel: Any,
+) -> Any:
+    """``sequence_cache_bytes`` of ``number``s."""
+    attention = _cached_tokens(context, np.inf, block_size) * layout.full
     for window, elements in layout.windowed:
-        attention = attention + np.multiply(cached_tokens(context, window, block_size), elements)
-    share = kv_shard_fraction(layout.kv_heads, tensor_parallel)
-    recurrent = (layout.state_bytes + np.multiply(layout.conv, activation_bytes_per_element)) / np.asarray(
-        tensor_parallel, dtype=float
-    )
-    return scalar_or_array(attention * np.multiply(share, kv_bytes_per_element) + recurrent)
+        attention = attention + _cached_tokens(context, window, block_size) * elements
+    share = _kv_shard_fraction(layout.kv_heads, tensor_parallel)
+    recurrent = (layout.state_bytes + layout.conv * activation_bytes_per_element) / tensor_parallel
+    return attention * (share * kv_bytes_per_element) + recurrent
 
 
 def pool_tokens(kv_budget: Any, bytes_per_sequence: Any, context: Any) -> Any:
@@ -310,8 +332,8 @@ def pool_tokens(kv_budget: Any, bytes_per_sequence: Any, context: Any) -> Any:
     >>> pool_tokens(1e9, 2e8, 4096)
     20480
     """
-    tokens = np.floor(np.maximum(kv_budget, 0) / np.asarray(bytes_per_sequence) * context)
-    return scalar_or_array(tokens.astype(np.int64))
+    tokens = floor(divide(maximum(number(kv_budget), 0), number(bytes_per_sequence)) * number(context))
+    return scalar_or_array(integer(tokens))
 
 
 def max_context(
@@ -338,33 +360,32 @@ def max_context(
     numeric
         :math:`\max\{S \le S_{lim} : B\,m_{seq}(S) \le M_{KV}\}`. [token]
     """
-    budget = np.asarray(kv_budget, dtype=float)
+    budget = number(np.asarray(kv_budget, dtype=float))
+    concurrency, kv_bytes_per_element = number(concurrency), number(kv_bytes_per_element)
+    activation_bytes_per_element = number(activation_bytes_per_element)
+    block_size, tensor_parallel = number(block_size), number(tensor_parallel)
 
     def cost(tokens: Any) -> Any:
-        per_sequence = sequence_cache_bytes(
-            tokens, layout, kv_bytes_per_element, activation_bytes_per_element,
-            block_size=block_size, tensor_parallel=tensor_parallel,
+        return concurrency * _sequence_cache_bytes(
+            tokens, layout, kv_bytes_per_element, activation_bytes_per_element, block_size, tensor_parallel
         )
-        return np.multiply(concurrency, per_sequence)
 
-    def fits(tokens: np.ndarray) -> np.ndarray:
-        return cost(tokens) <= budget
-
-    limits = np.asarray(limit, dtype=np.int64)
-    shape = np.broadcast_shapes(
-        budget.shape, np.shape(concurrency), np.shape(tensor_parallel), np.shape(kv_bytes_per_element), limits.shape
-    )
-    if shape == () and np.ndim(block_size) == 0:
-        found = _past_windows(cost, float(budget), int(limits), layout, block_size)
+    limits = number(np.asarray(limit, dtype=np.int64))
+    numbers = (budget, concurrency, tensor_parallel, kv_bytes_per_element, activation_bytes_per_element, limits)
+    shapes = [getattr(x, "shape", ()) for x in numbers]
+    shape = np.broadcast_shapes(*shapes) if any(shapes) else ()
+    if shape == () and type(block_size) is not np.ndarray:
+        found = _past_windows(cost, budget, limits, layout, block_size)
         if found is not None:
             return found
-    low = np.zeros(shape, dtype=np.int64)  # invariant: low == 0 or low fits
-    high = np.full(shape, limits, dtype=np.int64)  # invariant: the answer is <= high
-    for _ in range(int(limits.max()).bit_length()):  # more steps than an element needs change nothing
+    # Python ints for one configuration (shape ()), arrays otherwise
+    low = number(np.zeros(shape, dtype=np.int64))  # invariant: low == 0 or low fits
+    high = number(np.full(shape, limits, dtype=np.int64))  # invariant: the answer is <= high
+    for _ in range(int(np.max(limits)).bit_length()):  # more steps than an element needs change nothing
         middle = (low + high + 1) // 2
-        ok = fits(middle)
-        low = np.where(ok, middle, low)
-        high = np.where(ok, high, middle - 1)
+        ok = cost(middle) <= budget
+        low = where(ok, middle, low)
+        high = where(ok, high, middle - 1)
     return scalar_or_array(low)
 
 
@@ -379,12 +400,12 @@ def _past_windows(cost: Any, budget: float, limit: int, layout: KvLayout, block_
         return None
     widest = max((int(window) for window, _ in layout.windowed), default=1)
     start = -(-max(widest, 1) // block) * block
-    one, base, next_block = cost(np.array([1, start, start + block]))
-    if not one <= budget:
-        return 0  # not even one token fits
-    if start + block > limit or not base <= budget:
-        return None
-    blocks = np.floor((budget - base) / (next_block - base)) if next_block > base else np.inf
+    base = cost(start)
+    if start + block > limit or not base <= budget:  # the answer is within the windows, or is 0
+        return None if cost(1) <= budget else 0  # (one token fits when ``start`` does: cost is non-decreasing)
+    next_block = cost(start + block)
+    blocks = floor((budget - base) / (next_block - base)) if next_block > base else np.inf
     candidate = int(min(limit, start + blocks * block))
-    fit, over = cost(np.array([candidate, candidate + 1])) <= budget
-    return candidate if fit and (candidate == limit or not over) else None
+    if not cost(candidate) <= budget:
+        return None
+    return candidate if candidate == limit or not cost(candidate + 1) <= budget else None

@@ -49,15 +49,18 @@ References
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from gpusizer import architecture, catalog, precision
 from gpusizer._checks import scalar_or_array
+from gpusizer._numeric import ceil, divide, maximum, minimum, number, where
 
 __all__ = [
     "Layout",
@@ -154,6 +157,7 @@ def _degree(text: str, digits: str, gpus: int | None, alone: bool) -> int:
     raise ValueError(f"layout {text!r}: give a degree to every part (tp2xpp2) or one bare name with gpus=")
 
 
+@lru_cache(maxsize=1024, typed=True)  # Layout is frozen: answers can be shared; errors are not cached
 def layout(text: str | Layout, gpus: int | None = None) -> Layout:
     """Read a layout name; a bare ``tp``, ``pp``, ``ep``, ``dp`` or ``layer`` uses all ``gpus``.
 
@@ -276,8 +280,8 @@ def stage_fraction(num_layers: Any, pipeline: Any = 1) -> Any:
     >>> stage_fraction(80, [1, 2, 3])
     array([1.    , 0.5   , 0.3375])
     """
-    layers = np.asarray(num_layers, dtype=float)
-    return scalar_or_array(np.ceil(layers / np.asarray(pipeline)) / layers)
+    layers = number(num_layers)
+    return scalar_or_array(ceil(layers / number(pipeline)) / layers)
 
 
 def weights_per_gpu(
@@ -327,12 +331,13 @@ def weights_per_gpu(
     >>> weights_per_gpu(100.0, 0.0, 400.0, 5.0, 5.0, num_layers=4, num_experts=8, pp=2, ep=4)  # 2 of 4 layers
     105.0
     """
+    tp, pp, ep, num_experts = number(tp), number(pp), number(ep), number(num_experts)
+    embedding, head, replicated = number(embedding_bytes), number(head_bytes), number(replicated_bytes)
     stage = stage_fraction(num_layers, pp)
-    vocab = np.where(np.asarray(pp) > 1, np.maximum(embedding_bytes, head_bytes), np.add(embedding_bytes, head_bytes))
-    experts_share = np.where(np.asarray(ep) > 1, np.ceil(np.divide(num_experts, ep)) / np.asarray(num_experts),
-                             1.0 / np.asarray(tp))
-    dense = np.subtract(layer_bytes, replicated_bytes) / tp + np.asarray(replicated_bytes)
-    per_gpu = np.multiply(stage, dense + np.multiply(expert_bytes, experts_share)) + vocab / np.asarray(tp)
+    vocab = where(pp > 1, maximum(embedding, head), embedding + head)
+    experts_share = where(ep > 1, divide(ceil(num_experts / ep), num_experts), 1.0 / tp)
+    dense = (number(layer_bytes) - replicated) / tp + replicated
+    per_gpu = stage * (dense + number(expert_bytes) * experts_share) + vocab / tp
     return scalar_or_array(per_gpu)
 
 
@@ -344,8 +349,7 @@ def sequences_per_group(concurrency: Any, groups: Any) -> Any:
     >>> sequences_per_group([1, 8, 9], 8)
     array([1, 1, 2])
     """
-    users = np.asarray(concurrency)
-    return scalar_or_array(-(-users // np.asarray(groups)))
+    return scalar_or_array(-(-number(concurrency) // number(groups)))
 
 
 class WeightParts(NamedTuple):
@@ -426,11 +430,12 @@ def max_rank_load(tokens: Any, experts_per_token: Any, ranks: Any, experts_per_r
     >>> max_rank_load(128, 8, [1, 8]).round(1)
     array([1024. ,  151.1])
     """
-    e = np.asarray(ranks, dtype=float)
-    mean = np.multiply(tokens, experts_per_token) / e
-    slowest = mean + np.sqrt(2.0 * mean * np.log(e))
-    cap = np.multiply(tokens, np.minimum(experts_per_token, experts_per_rank))
-    return scalar_or_array(np.minimum(slowest, cap))
+    tokens, experts_per_token, e = number(tokens), number(experts_per_token), number(ranks)
+    mean = tokens * experts_per_token / e
+    spread = 2.0 * mean * (np.log(e) if type(e) is np.ndarray else math.log(e))
+    slowest = mean + (np.sqrt(spread) if type(spread) is np.ndarray else math.sqrt(spread))
+    cap = tokens * minimum(experts_per_token, number(experts_per_rank))
+    return scalar_or_array(minimum(slowest, cap))
 
 
 def micro_batches(sequences: Any, stages: Any, sequential: Any = False) -> Any:
@@ -441,7 +446,7 @@ def micro_batches(sequences: Any, stages: Any, sequential: Any = False) -> Any:
     >>> micro_batches([1, 2, 64], 4), micro_batches(64, 4, sequential=True)
     (array([1, 2, 4]), 1)
     """
-    return scalar_or_array(np.where(sequential, 1, np.minimum(sequences, stages)))
+    return scalar_or_array(where(number(sequential), 1, minimum(number(sequences), number(stages))))
 
 
 def pipelined_seconds(chunk_seconds: Any, stages: Any) -> Any:
@@ -450,7 +455,8 @@ def pipelined_seconds(chunk_seconds: Any, stages: Any) -> Any:
     Parameters
     ----------
     chunk_seconds : array_like
-        Time of each chunk through all stages, as if on one stage (0 for padding). [s]
+        Time of each chunk through all stages, as if on one stage (0 for padding), along the trailing
+        axis; a scalar is a prompt of one chunk. [s]
     stages : array_like
         Pipeline stages :math:`P`. [-]
 
@@ -469,9 +475,9 @@ def pipelined_seconds(chunk_seconds: Any, stages: Any) -> Any:
     >>> pipelined_seconds([1.0, 1.0, 1.0, 1.0], 4)  # (4 + 3) / 4
     1.75
     """
-    t = np.asarray(chunk_seconds, dtype=float)
-    p = np.asarray(stages, dtype=float)
-    return scalar_or_array(np.sum(t, axis=-1) / p + (p - 1.0) / p * np.max(t, axis=-1, initial=0.0))
+    t, p = number(chunk_seconds), number(stages)
+    total, longest = (t.sum(axis=-1), t.max(axis=-1, initial=0.0)) if type(t) is np.ndarray else (t, maximum(t, 0.0))
+    return scalar_or_array(total / p + (p - 1.0) / p * longest)
 
 
 def scaling_efficiency(reference_seconds: Any, seconds: Any, gpus: Any) -> Any:
@@ -487,7 +493,7 @@ def scaling_efficiency(reference_seconds: Any, seconds: Any, gpus: Any) -> Any:
     >>> scaling_efficiency(0.04, 0.025, 2)
     0.8
     """
-    return scalar_or_array(np.divide(reference_seconds, np.multiply(gpus, seconds)))
+    return scalar_or_array(divide(number(reference_seconds), number(gpus) * number(seconds)))
 
 
 def layer_split(num_layers: int, memory: Sequence[float]) -> tuple[int, ...]:

@@ -31,7 +31,8 @@ import numpy as np
 
 from gpusizer import architecture, catalog, decode, efficiency, interconnect, memory, parallel, prefill, roofline
 from gpusizer import precision as precisions
-from gpusizer._checks import integer_array, plain, scalar_or_array
+from gpusizer._checks import cache_by_identity, integer_array, plain, scalar_or_array
+from gpusizer._numeric import ceil, divide, every, maximum, minimum, number, where
 
 __all__ = ["BatchThroughput", "Decode", "Prefill", "Speed", "batch_throughput", "keys", "predict", "speed"]
 
@@ -302,6 +303,7 @@ def _peak(rates: Any, p: precisions.Precision, integer_matmul: bool) -> tuple[fl
     return roofline.tensor_peak(rates, p.compute)
 
 
+@lru_cache(maxsize=256)
 def _plan(split: str, gpus: int) -> parallel.Layout:
     """The layout a ``split`` (``tensor``, ``layer`` or a layout name) means on ``gpus`` GPUs."""
     return parallel.layout({"tensor": "tp", "layer": "layer"}.get(split, split), gpus)
@@ -366,7 +368,7 @@ def _setup(
     """One configuration's numbers: ``_setups`` of one record each, its fields as Python scalars."""
     numbers = _model(record, weights, expert_weights, kv_cache)
     s, _ = _setups(_cell(numbers), _cell(device), np.asarray(gpus), _cell(engine), split, table, scale_out)
-    items = {f.name: getattr(s, f.name) for f in fields(s) if isinstance(getattr(s, f.name), np.ndarray)}
+    items = {f.name: getattr(s, f.name) for f in fields(s) if isinstance(getattr(s, f.name), np.ndarray | np.generic)}
     return replace(s, model=numbers, **{name: value.item() for name, value in items.items()})
 
 
@@ -541,36 +543,38 @@ def _step(
     """One pass through every layer in which ``sequences`` sequences of one data-parallel group each add
     ``new`` tokens after ``before`` cached ones; ``routed`` tokens (default: those of every attention
     group of the expert-parallel group) reach each MoE layer."""
-    m, tp = s.model, s.tp
-    tokens = np.multiply(sequences, new)
-    routed = np.multiply(tokens, s.attention_dp) if routed is None else routed
+    m, tp, ep = s.model, s.tp, s.ep
+    tokens = sequences * new
+    routed = tokens * s.attention_dp if routed is None else routed
     pairs = sum(layers * prefill.attention_pairs(new, before, window) for window, layers in m.windows)
-    attention = roofline.attention_flops(np.multiply(sequences, pairs), m.heads, *dims)
+    attention = roofline.attention_flops(sequences * pairs, m.heads, *dims)
     attention = attention + prefill.recurrent_flops(tokens, m.state_elements)
-    cache_read = memory.sequence_cache_bytes(np.add(before, new), m.layout, m.kv_bpe, m.act_bpe, tensor_parallel=tp)
+    cache_read = memory.sequence_cache_bytes(before + new, m.layout, m.kv_bpe, m.act_bpe, tensor_parallel=tp)
     touched = decode.experts_touched(routed, m.num_experts, m.experts_per_token) * (m.moe_layers > 0)
-    dense = memory.shard_bytes(m.dense_bytes + m.head_bytes * np.asarray(head), m.replicated_bytes, tp)
-    held = np.ceil(np.divide(m.num_experts, s.ep))  # whole experts on the busiest expert-parallel rank
-    share = np.where(np.asarray(s.ep) > 1, held / np.asarray(m.num_experts, dtype=float), 1.0 / np.asarray(tp))
+    dense = memory.shard_bytes(m.dense_bytes + m.head_bytes * head, m.replicated_bytes, tp)
+    held = ceil(m.num_experts / ep)  # whole experts on the busiest expert-parallel rank
+    several = ep > 1
+    share = where(several, held / m.num_experts, 1.0 / tp)
     experts = decode.streamed_weight_bytes(routed, 0.0, m.expert_bytes, m.num_experts, m.experts_per_token) * share
     moved = decode.activation_bytes(tokens, m.layers, m.hidden, m.ffn_width, m.vocab, m.act_bpe) / tp
-    load = np.where(np.asarray(s.ep) > 1, parallel.max_rank_load(routed, m.experts_per_token, s.ep, held),
-                    np.multiply(routed, m.experts_per_token) / tp)
-    sent = np.maximum(np.multiply(tokens, m.experts_per_token) / tp, load)
-    exchange = sent * m.hidden * m.act_bpe * (np.asarray(s.ep) - 1.0) / s.ep
+    spread = routed * m.experts_per_token / tp
+    load = spread if several is False else where(several, parallel.max_rank_load(routed, m.experts_per_token, ep, held),
+                                                 spread)  # one configuration without expert parallelism: as spread
+    sent = maximum(tokens * m.experts_per_token / tp, load)
+    exchange = sent * m.hidden * m.act_bpe * (ep - 1.0) / ep
     active = tokens > 0
     return _Step(
         tokens=tokens,
-        dense_flops=np.add(roofline.gemm_flops(tokens, m.dense_params),
-                           roofline.gemm_flops(np.multiply(sequences, head), m.head_params)) / tp,
-        dense_bytes=np.where(active, dense + moved, 0.0),
+        dense_flops=(roofline.gemm_flops(tokens, m.dense_params) + roofline.gemm_flops(sequences * head, m.head_params))
+        / tp,
+        dense_bytes=where(active, dense + moved, 0.0),
         expert_flops=2.0 * load * (m.active_expert_params / m.experts_per_token),
-        expert_bytes=np.where(active, experts, 0.0),
-        attention_flops=np.asarray(attention) / tp,
-        kv_bytes=np.where(active, np.multiply(sequences, cache_read), 0.0),
-        activation_bytes=np.where(active, moved, 0.0),
+        expert_bytes=where(active, experts, 0.0),
+        attention_flops=attention / tp,
+        kv_bytes=where(active, sequences * cache_read, 0.0),
+        activation_bytes=where(active, moved, 0.0),
         allreduce_bytes=tokens * m.hidden * m.act_bpe,
-        alltoall_bytes=np.where(np.asarray(s.attention_dp) > 1, exchange, 0.0),
+        alltoall_bytes=where(s.attention_dp > 1, exchange, 0.0),
         touched=touched,
     )
 
@@ -582,7 +586,7 @@ def _micro_batches(s: _Setup, concurrency: Any) -> tuple[Any, Any, Any]:
     count = parallel.micro_batches(group, s.pp, s.sequential)
     small = group // count
     extra = group - small * count
-    return small + (extra > 0), small, np.where(extra > 0, extra / count, 1.0)
+    return small + (extra > 0), small, where(extra > 0, extra / count, 1.0)
 
 
 class _DecodeSteps(NamedTuple):
@@ -596,9 +600,9 @@ class _DecodeSteps(NamedTuple):
 
 def _decode_steps(s: _Setup, context: Any, concurrency: Any) -> _DecodeSteps:
     large, small, share = _micro_batches(s, concurrency)
-    before = np.subtract(context, 1)
+    before = context - 1
     first = _step(s, 1, before, large, head=1, dims=s.model.decode_dims)
-    if np.all(share == 1.0):
+    if every(share == 1.0):
         return _DecodeSteps(first, None, share)
     return _DecodeSteps(first, _step(s, 1, before, small, head=1, dims=s.model.decode_dims), share)
 
@@ -614,18 +618,18 @@ def _decode_seconds(
     context: Any,
     concurrency: Any,
     steps: _DecodeSteps | None = None,
-    communication: Any = None,
+    overhead: Any = None,
 ) -> Any:
     """Time per output token. With pipeline stages each stage works through every micro-batch in turn,
     so a round (one token for every sequence) lasts the mean pass of the micro-batches in flight.
-    ``steps`` (``_decode_steps(s, context, concurrency)``) and ``communication`` (``_communication`` of
+    ``steps`` (``_decode_steps(s, context, concurrency)``) and ``overhead`` (``_overhead`` of
     ``steps.large``): when the caller has them."""
     large, small, share = steps if steps is not None else _decode_steps(s, context, concurrency)
-    seconds = _seconds(large, s, c, phase="decode", communication=communication)
+    seconds = _seconds(large, s, c, phase="decode", overhead=overhead)
     if small is None:
         return seconds
     rest = _seconds(small, s, c, phase="decode")
-    return np.add(np.multiply(share, seconds), np.multiply(1.0 - share, rest))
+    return share * seconds + (1.0 - share) * rest
 
 
 _ONE_GPU: dict[str, Any] = dict(tp=1, pp=1, ep=1, groups=1, attention_dp=1, sequential=False)
@@ -638,17 +642,20 @@ def _single(s: _Setup) -> _Setup:
 
 def _is_single(s: _Setup) -> bool:
     """Whether ``s`` is its own ``_single`` reference (a scalar setup on one GPU), so need not be rerun."""
-    values = [getattr(s, name) for name in _ONE_GPU]
-    scalar = not any(isinstance(value, np.ndarray) and value.ndim for value in values)
-    return scalar and values == list(_ONE_GPU.values())
+    return type(s.tp) is int and s.tp == s.pp == s.ep == s.groups == s.attention_dp == 1 and s.sequential is False
 
 
 def _prefill_steps(s: _Setup, prompt: Any, chunk: float, prompts: Any = 1) -> _Step:
-    sizes, before = prefill.chunk_tokens(prompt, chunk)
-    last = (sizes > 0) & (np.add(before, sizes) >= np.asarray(prompt, dtype=float)[..., None])
-    asked = np.asarray(prompts)[..., None]
+    sizes: Any
+    before: Any
+    if type(prompt) is int and prompt <= chunk:  # one prompt of one chunk: no chunk axis to lay out
+        sizes, before = float(prompt), 0.0
+    else:
+        sizes, before = prefill.chunk_tokens(prompt, chunk)
+    last = (sizes > 0) & (before + sizes >= _along_chunks(prompt))
+    asked = _along_chunks(prompts)
     group = parallel.sequences_per_group(asked, s.groups)
-    replica = parallel.sequences_per_group(asked, np.asarray(s.groups) // s.attention_dp)
+    replica = parallel.sequences_per_group(asked, s.groups // s.attention_dp)
     return _step(s, sizes, before, group, head=last, dims=s.model.prefill_dims, routed=sizes * replica)
 
 
@@ -658,23 +665,23 @@ def _prefill_seconds(
     c: efficiency.Constants | None,
     layout: _Setup,
     request: Any = 0.0,
-    communication: Any = None,
+    overhead: Any = None,
 ) -> Any:
     """Prefill time from its chunk steps: one after the other, or flowing through the pipeline stages when
-    the engine overlaps them (``layout``: the setup without the chunk axis; ``communication``:
-    ``_communication`` of the steps when the caller has it)."""
-    seconds = _seconds(steps, s, c, phase="prefill", communication=communication)
-    times = np.where(np.asarray(steps.tokens) > 0, seconds, 0.0)
-    overlap = np.logical_and(layout.pipelined_prefill, np.asarray(layout.pp) > 1)
-    flowing = np.add(parallel.pipelined_seconds(times, layout.pp), request)
-    return scalar_or_array(np.where(overlap, flowing, prefill.chunked_seconds(times, steps.tokens, request)))
+    the engine overlaps them (``layout``: the setup without the chunk axis; ``overhead``: ``_overhead``
+    of the steps when the caller has it)."""
+    seconds = _seconds(steps, s, c, phase="prefill", overhead=overhead)
+    times = where(steps.tokens > 0, seconds, 0.0)
+    overlap = layout.pipelined_prefill & (layout.pp > 1)
+    chunked = prefill.chunked_seconds(times, steps.tokens, request)
+    if overlap is False:  # one configuration that does not overlap: no pipelined schedule to work out
+        return chunked
+    return scalar_or_array(where(overlap, parallel.pipelined_seconds(times, layout.pp) + request, chunked))
 
 
-def _seconds(
-    step: _Step, s: _Setup, c: efficiency.Constants | None, *, phase: str, communication: Any = None
-) -> Any:
-    """Step time at the ceiling (``c`` None) or expected; phase ``decode`` or ``prefill``; ``communication``:
-    ``_communication`` of the step when the caller has it."""
+def _seconds(step: _Step, s: _Setup, c: efficiency.Constants | None, *, phase: str, overhead: Any = None) -> Any:
+    """Step time at the ceiling (``c`` None) or expected; phase ``decode`` or ``prefill``; ``overhead``:
+    ``_overhead`` of the step when the caller has it."""
     mu = 1.0 if c is None else (c.decode_compute if phase == "decode" else c.compute)
     eta = 1.0 if c is None else c.bandwidth
     eta_kv = 1.0 if c is None else c.kv_bandwidth
@@ -689,28 +696,33 @@ def _seconds(
     ]
     if c is None:
         return decode.step_seconds(operators)
-    return decode.step_seconds(operators, _overhead(step, s, c, communication))
+    return decode.step_seconds(operators, _overhead(step, s, c) if overhead is None else overhead)
 
 
 def _allreduce(step: _Step, s: _Setup, c: efficiency.Constants) -> Any:
     """One tensor-parallel all-reduce of the step, by the algorithm the engine runs on the link."""
+    if _is_single(s):  # one GPU: nothing to reduce (every term below is 0)
+        return 0.0
     return interconnect.engine_allreduce_seconds(step.allreduce_bytes, s.tp, s.tp_bus, c.latency_seconds * s.tp_latency,
                                                  s.tp_hop, custom=s.tp_custom, custom_max_bytes=s.custom_max_bytes)
 
 
-def _communication(step: _Step, s: _Setup, c: efficiency.Constants) -> Any:
+def _communication(step: _Step, s: _Setup, c: efficiency.Constants, allreduce: Any = None) -> Any:
     """All collectives of a pass: all-reduces per mixer and FFN (the MoE FFN's only when every GPU sees
     every token), a dispatch and a combine per MoE layer under data-parallel attention, and a hop per
-    stage boundary."""
+    stage boundary (``allreduce``: ``_allreduce`` of the step when the caller has it)."""
+    if _is_single(s):  # one GPU: no collective (every term below is 0)
+        return 0.0
     m = s.model
-    spread = np.asarray(s.attention_dp) > 1
-    allreduces = np.where(spread, m.allreduce_layers - m.moe_layers, m.allreduce_layers)
+    spread = s.attention_dp > 1
+    allreduces = where(spread, m.allreduce_layers - m.moe_layers, m.allreduce_layers)
     alpha = c.latency_seconds
     exchange = interconnect.alltoall_seconds(step.alltoall_bytes, s.ep, s.ep_bandwidth, alpha * s.ep_latency)
     hop = interconnect.p2p_seconds(step.allreduce_bytes, s.pp_bandwidth, c.latency_seconds * s.pp_latency + s.pp_hop)
-    total = allreduces * _allreduce(step, s, c) + np.where(spread, 2 * m.moe_layers, 0) * exchange
-    total = total + (np.asarray(s.pp) - 1) * hop
-    return np.where(np.asarray(step.tokens) > 0, total, 0.0)
+    allreduce = _allreduce(step, s, c) if allreduce is None else allreduce
+    total = allreduces * allreduce + where(spread, 2 * m.moe_layers, 0) * exchange
+    total = total + (s.pp - 1) * hop
+    return where(step.tokens > 0, total, 0.0)
 
 
 def _overhead(step: _Step, s: _Setup, c: efficiency.Constants, communication: Any = None) -> Any:
@@ -718,14 +730,14 @@ def _overhead(step: _Step, s: _Setup, c: efficiency.Constants, communication: An
     communication = _communication(step, s, c) if communication is None else communication
     fixed = decode.overhead_seconds(s.model.layers, c.layer_seconds, c.step_seconds,
                                     moe_layers=s.model.moe_layers, moe_layer_seconds=c.moe_layer_seconds)
-    return np.where(np.asarray(step.tokens) > 0, np.add(fixed, communication), 0.0)
+    return where(step.tokens > 0, fixed + communication, 0.0)
 
 
 def _bound_seconds(step: _Step, s: _Setup) -> tuple[Any, Any]:
     """Arithmetic and memory time of a step at the datasheet peaks."""
-    compute = (np.divide(step.dense_flops, s.dense_peak) + np.divide(step.expert_flops, s.expert_peak)
-               + np.divide(step.attention_flops, s.attention_peak))
-    memory_ = (np.add(step.dense_bytes, step.expert_bytes) + step.kv_bytes) / s.bandwidth
+    compute = (divide(step.dense_flops, s.dense_peak) + divide(step.expert_flops, s.expert_peak)
+               + divide(step.attention_flops, s.attention_peak))
+    memory_ = (step.dense_bytes + step.expert_bytes + step.kv_bytes) / s.bandwidth
     return compute, memory_
 
 
@@ -752,11 +764,15 @@ def _regime(phase: str, s: _Setup, batch: str | None = None) -> str:
 
 
 def _batch_regime(users: Any) -> str | None:
-    single = np.asarray(users) == 1
+    single = users == 1
+    if type(single) is bool:
+        return "batch 1" if single else "batch > 1"
     return "batch 1" if np.all(single) else "batch > 1" if not np.any(single) else None
 
 
 def _bound_name(flag: Any) -> Any:
+    if type(flag) is bool:
+        return "compute" if flag else "memory"
     return scalar_or_array(np.where(flag, "compute", "memory"))
 
 
@@ -856,35 +872,31 @@ def speed(
         raise ValueError(f"split must be 'tensor' or 'layer', got {split!r}")
     count = int(integer_array(gpus, "gpus", minimum=1))
     plan = _plan(split, count) if layout is None else parallel.layout(layout, count)
-    ctx = integer_array(context, "context", minimum=1)
-    users = integer_array(concurrency, "concurrency", minimum=1)
-    asked = integer_array(prompt if prompt is not None else context, "prompt", minimum=1)
+    ctx = number(integer_array(context, "context", minimum=1))
+    users = number(integer_array(concurrency, "concurrency", minimum=1))
+    asked = None if prompt is None else number(integer_array(prompt, "prompt", minimum=1))
     if chunk is not None and not chunk > 0:
         raise ValueError(f"chunk must be > 0 tokens, got {chunk!r}")
     record, device, w, e, kv = _resolve(model, gpu, weights, expert_weights, kv_cache)
     parallel.check(plan, record, heads=False)
-    s, c = _configured(record, device, w, e, kv, count, engine, plan.name, _Same(table), scale_out)
-    d = _decode(s, c, table, ctx, users)
-    first = (d.tpot_seconds_ceiling, d.tpot_seconds_expected) if prompt is None else None  # same step
-    return Speed(d, _prefill(s, c, table, asked, users, chunk, first))
+    return _speed(record, device, w, e, kv, count, engine, plan, table, scale_out, ctx, users, asked, chunk)
 
 
-class _Same:
-    """Hashes and compares by identity: keys a cache on an unhashable, never-mutated object (a table)."""
+def _speed(
+    record: catalog.Model, device: catalog.GPU, weights: str, expert_weights: str | None, kv_cache: str, gpus: int,
+    engine: str, plan: parallel.Layout, table: efficiency.Table, scale_out: float | None, context: Any,
+    concurrency: Any, prompt: Any, chunk: float | None,
+) -> Speed:
+    """``speed`` of arguments already checked and resolved (``estimate`` has them); ``prompt`` None: ``context``."""
+    s, c = _configured(record, device, weights, expert_weights, kv_cache, gpus, engine, plan.name, table, scale_out)
+    d = _decode(s, c, table, context, concurrency)
+    if prompt is None:  # the prompt is the context: its first decode step is the step above
+        return Speed(d, _prefill(s, c, table, context, concurrency, chunk, (d.tpot_seconds_ceiling,
+                                                                          d.tpot_seconds_expected)))
+    return Speed(d, _prefill(s, c, table, prompt, concurrency, chunk))
 
-    __slots__ = ("value",)
 
-    def __init__(self, value: Any) -> None:
-        self.value = value
-
-    def __hash__(self) -> int:
-        return id(self.value)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Same) and other.value is self.value
-
-
-@lru_cache(maxsize=4096)
+@cache_by_identity
 def _configured(
     record: catalog.Model,
     device: catalog.GPU,
@@ -894,12 +906,12 @@ def _configured(
     gpus: int,
     engine: str,
     split: str,
-    table: _Same,
+    table: efficiency.Table,
     scale_out: float | None = None,
 ) -> tuple[_Setup, efficiency.Constants]:
-    """``_setup`` and its constants, cached per configuration of records (the table by identity)."""
-    s = _setup(record, device, weights, expert_weights, kv_cache, gpus, engine, split, table.value, scale_out)
-    return s, _constants(s, table.value)
+    """``_setup`` and its constants, cached per configuration of records (records and table by identity)."""
+    s = _setup(record, device, weights, expert_weights, kv_cache, gpus, engine, split, table, scale_out)
+    return s, _constants(s, table)
 
 
 def _decode(s: _Setup, c: efficiency.Constants, table: efficiency.Table, ctx: Any, users: Any) -> Decode:
@@ -933,22 +945,24 @@ def _decode_numbers(s: _Setup, c: efficiency.Constants, bands: Any, ctx: Any, us
     single, batched = bands
     steps = _decode_steps(s, ctx, users)
     step = steps.large
-    communication = _communication(step, s, c)
+    allreduce = _allreduce(step, s, c)
+    communication = _communication(step, s, c, allreduce)
+    overhead = _overhead(step, s, c, communication)
     ceiling = _decode_seconds(s, None, ctx, users, steps)
-    expected = _decode_seconds(s, c, ctx, users, steps, communication)
+    expected = _decode_seconds(s, c, ctx, users, steps, overhead)
     reference = expected if _is_single(s) else _decode_seconds(_single(s), c, ctx, users)
-    low = np.where(np.asarray(users) == 1, single[0], batched[0])
-    high = np.where(np.asarray(users) == 1, single[1], batched[1])
+    one = users == 1
+    low, high = where(one, single[0], batched[0]), where(one, single[1], batched[1])
     rate, top = decode.tokens_per_second(expected), decode.tokens_per_second(ceiling)
-    weights = np.add(step.dense_bytes, step.expert_bytes) - step.activation_bytes
-    flops = np.add(np.add(step.dense_flops, step.expert_flops), step.attention_flops)
-    moved = np.add(np.add(step.dense_bytes, step.expert_bytes), step.kv_bytes)
+    weights = step.dense_bytes + step.expert_bytes - step.activation_bytes
+    flops = step.dense_flops + step.expert_flops + step.attention_flops
+    moved = step.dense_bytes + step.expert_bytes + step.kv_bytes
     return dict(
         context=scalar_or_array(ctx),
         concurrency=scalar_or_array(users),
         ceiling_tokens_per_second=top,
         expected_tokens_per_second=rate,
-        band=(scalar_or_array(np.multiply(rate, low)), scalar_or_array(np.minimum(np.multiply(rate, high), top))),
+        band=(scalar_or_array(rate * low), scalar_or_array(minimum(rate * high, top))),
         ceiling_aggregate_tokens_per_second=decode.aggregate_tokens_per_second(users, ceiling),
         expected_aggregate_tokens_per_second=decode.aggregate_tokens_per_second(users, expected),
         tpot_seconds_ceiling=ceiling,
@@ -960,8 +974,8 @@ def _decode_numbers(s: _Setup, c: efficiency.Constants, bands: Any, ctx: Any, us
         flops=scalar_or_array(flops),
         arithmetic_intensity=roofline.arithmetic_intensity(flops, moved),
         experts_touched=scalar_or_array(step.touched),
-        overhead_seconds=scalar_or_array(_overhead(step, s, c, communication)),
-        allreduce_seconds=scalar_or_array(_allreduce(step, s, c)),
+        overhead_seconds=scalar_or_array(overhead),
+        allreduce_seconds=scalar_or_array(allreduce),
         communication_seconds=scalar_or_array(communication),
         scaling_efficiency=scalar_or_array(parallel.scaling_efficiency(reference, expected, s.gpus)),
     )
@@ -997,6 +1011,11 @@ def _along_chunks(value: Any) -> Any:
     return value
 
 
+def _over_chunks(value: Any) -> Any:
+    """Sum over the trailing chunk axis of ``prefill.chunk_tokens``; a scalar is a prompt of one chunk."""
+    return scalar_or_array(value.sum(axis=-1)) if type(value) is np.ndarray else value
+
+
 def _prefill_numbers(
     s: _Setup,
     c: efficiency.Constants,
@@ -1014,41 +1033,37 @@ def _prefill_numbers(
     steps = _prefill_steps(sx, prompt, size)
     ceiling = _prefill_seconds(steps, sx, None, s)
     communication = _communication(steps, sx, cx)
-    expected = _prefill_seconds(steps, sx, cx, s, c.request_seconds, communication)
+    expected = _prefill_seconds(steps, sx, cx, s, c.request_seconds, _overhead(steps, sx, cx, communication))
     alone = expected if _is_single(s) else _prefill_seconds(
         _prefill_steps(_single(sx), prompt, size), _single(sx), cx, _single(s), c.request_seconds
     )
-    expected = np.where(s.published, expected, np.nan)
+    expected = where(s.published, expected, np.nan)
     if first is None:
         first = _decode_seconds(s, None, prompt, users), _decode_seconds(s, c, prompt, users)
     ttft_top = prefill.time_to_first_token(ceiling, first[0])
     ttft = prefill.time_to_first_token(expected, first[1])
     low, high = bands
-    flops = np.sum(np.add(np.add(steps.dense_flops, steps.expert_flops), steps.attention_flops), axis=-1)
-    moved = np.sum(np.add(np.add(steps.dense_bytes, steps.expert_bytes), steps.kv_bytes), axis=-1)
+    flops = _over_chunks(steps.dense_flops + steps.expert_flops + steps.attention_flops)
+    moved = _over_chunks(steps.dense_bytes + steps.expert_bytes + steps.kv_bytes)
+    compute, memory_ = (_over_chunks(t) for t in _bound_seconds(steps, sx))
     return dict(
         prompt=scalar_or_array(prompt),
         chunk_tokens=size,
-        chunks=scalar_or_array(np.sum(steps.tokens > 0, axis=-1)),
-        flops=scalar_or_array(flops),
-        weight_bytes=scalar_or_array(
-            np.sum(np.add(steps.dense_bytes, steps.expert_bytes) - steps.activation_bytes, axis=-1)
-        ),
-        bytes_moved=scalar_or_array(moved),
+        chunks=_over_chunks(1 * (steps.tokens > 0)),
+        flops=flops,
+        weight_bytes=_over_chunks(steps.dense_bytes + steps.expert_bytes - steps.activation_bytes),
+        bytes_moved=moved,
         arithmetic_intensity=roofline.arithmetic_intensity(flops, moved),
         seconds_ceiling=ceiling,
         seconds_expected=scalar_or_array(expected),
-        band=(
-            scalar_or_array(np.maximum(np.divide(expected, high), ceiling)),
-            scalar_or_array(np.divide(expected, low)),
-        ),
-        tokens_per_second_ceiling=scalar_or_array(np.divide(prompt, ceiling)),
-        tokens_per_second_expected=scalar_or_array(np.divide(prompt, expected)),
+        band=(scalar_or_array(maximum(expected / high, ceiling)), scalar_or_array(expected / low)),
+        tokens_per_second_ceiling=scalar_or_array(prompt / ceiling),
+        tokens_per_second_expected=scalar_or_array(prompt / expected),
         ttft_seconds_ceiling=ttft_top,
         ttft_seconds_expected=scalar_or_array(ttft),
-        ttft_band=(scalar_or_array(np.maximum(np.divide(ttft, high), ttft_top)), scalar_or_array(np.divide(ttft, low))),
-        bound=_bound_name(np.greater(*(np.sum(t, axis=-1) for t in _bound_seconds(steps, sx)))),
-        communication_seconds=scalar_or_array(np.sum(communication, axis=-1)),
+        ttft_band=(scalar_or_array(maximum(ttft / high, ttft_top)), scalar_or_array(ttft / low)),
+        bound=_bound_name(compute > memory_),
+        communication_seconds=_over_chunks(communication),
         scaling_efficiency=scalar_or_array(parallel.scaling_efficiency(alone, expected, s.gpus)),
     )
 

@@ -27,11 +27,13 @@ References
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from gpusizer._checks import scalar_or_array
+from gpusizer._numeric import ceil, divide, maximum, minimum, number, where
 
 __all__ = [
     "attention_pairs",
@@ -70,12 +72,11 @@ def attention_pairs(tokens: Any, prefix: Any = 0, window: Any = np.inf) -> Any:
     >>> attention_pairs(8192, window=4096)  # 4096 * 4097 / 2 + 4096 * 4096
     25167872.0
     """
-    s = np.asarray(tokens, dtype=float)
-    w = np.asarray(window, dtype=float)
-    first = np.asarray(prefix, dtype=float) + 1.0
-    below = np.clip(w - first + 1.0, 0.0, s)  # keys x <= W: every query of them sees x keys
+    s, w = number(tokens), number(window)
+    first = number(prefix) + 1.0
+    below = minimum(maximum(w - first + 1.0, 0.0), s)  # keys x <= W: every query of them sees x keys
     rising = below * first + below * (below - 1.0) / 2.0
-    capped = (s - below) * np.where(np.isfinite(w), w, 0.0)  # the rest see W keys (none if W is inf)
+    capped = (s - below) * where(abs(w) < math.inf, w, 0.0)  # the rest see W keys (none if W is inf)
     return scalar_or_array(rising + capped)
 
 
@@ -104,7 +105,7 @@ def recurrent_flops(tokens: Any, state_elements: Any) -> Any:
     >>> recurrent_flops(10, 1000)
     60000.0
     """
-    return scalar_or_array(6.0 * np.multiply(tokens, state_elements) * 1.0)
+    return scalar_or_array(6.0 * (number(tokens) * number(state_elements)) * 1.0)
 
 
 def prefill_flops(prompt: Any, linear_params: Any, head_params: Any, attention: Any = 0.0) -> Any:
@@ -135,7 +136,8 @@ def prefill_flops(prompt: Any, linear_params: Any, head_params: Any, attention: 
     >>> prefill_flops(1000, 7e9, 5e8)
     14001000000000.0
     """
-    return scalar_or_array(2.0 * np.multiply(prompt, linear_params) + 2.0 * np.asarray(head_params) + attention)
+    return scalar_or_array(2.0 * (number(prompt) * number(linear_params)) + 2.0 * number(head_params)
+                           + number(attention))
 
 
 def chunk_tokens(prompt: Any, chunk: Any = np.inf, prefix: Any = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -162,13 +164,15 @@ def chunk_tokens(prompt: Any, chunk: Any = np.inf, prefix: Any = 0) -> tuple[np.
     >>> chunk_tokens(1200, 512)
     (array([512., 512., 176.]), array([   0.,  512., 1024.]))
     """
-    s, c, p = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (prompt, chunk, prefix)))
-    count = np.ceil(s / c)
-    n = max(int(np.max(count, initial=1.0)), 1)
+    s, c, p = number(prompt), number(chunk), number(prefix)
+    if type(s) is np.ndarray or type(c) is np.ndarray or type(p) is np.ndarray:  # chunks along a new last axis
+        s, c, p = (x[..., None] for x in np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (s, c, p))))
+    count = ceil(divide(s, c))
+    n = max(int(count.max(initial=1.0) if type(count) is np.ndarray else maximum(count, 1.0)), 1)
     j = np.arange(n, dtype=float)
-    c_ = np.where(np.isfinite(c), c, np.maximum(s, 1.0))[..., None]
-    sizes = np.clip(s[..., None] - j * c_, 0.0, c_)
-    return sizes, p[..., None] + j * c_
+    c_ = where(abs(c) < math.inf, c, maximum(s, 1.0))
+    starts = j * c_
+    return minimum(maximum(s - starts, 0.0), c_), p + starts
 
 
 def chunked_seconds(chunk_step_seconds: Any, tokens: Any, request_seconds: Any = 0.0) -> Any:
@@ -177,7 +181,8 @@ def chunked_seconds(chunk_step_seconds: Any, tokens: Any, request_seconds: Any =
     Parameters
     ----------
     chunk_step_seconds : array_like
-        Time of each chunk step along the trailing axis (``chunk_tokens`` layout). [s]
+        Time of each chunk step along the trailing axis (``chunk_tokens`` layout); a scalar is a
+        prompt of one chunk. [s]
     tokens : array_like
         Tokens of each chunk; steps of 0 tokens are padding and cost nothing. [token]
     request_seconds : array_like, optional
@@ -192,9 +197,12 @@ def chunked_seconds(chunk_step_seconds: Any, tokens: Any, request_seconds: Any =
     --------
     >>> chunked_seconds([0.1, 0.1, 0.05], [512, 512, 176])
     0.25
+    >>> chunked_seconds(0.1, 512, request_seconds=0.01)
+    0.11
     """
-    steps = np.where(np.asarray(tokens) > 0, chunk_step_seconds, 0.0)
-    return scalar_or_array(np.sum(steps, axis=-1) + np.asarray(request_seconds))
+    steps = where(number(tokens) > 0, number(chunk_step_seconds), 0.0)
+    total = np.add.reduce(steps, axis=-1) if type(steps) is np.ndarray else steps
+    return scalar_or_array(total + number(request_seconds))
 
 
 def time_to_first_token(prefill_seconds: Any, first_step_seconds: Any, queue_seconds: Any = 0.0) -> Any:
@@ -219,4 +227,4 @@ def time_to_first_token(prefill_seconds: Any, first_step_seconds: Any, queue_sec
     >>> time_to_first_token(0.120, 0.015)
     0.135
     """
-    return scalar_or_array(np.add(np.add(queue_seconds, prefill_seconds), first_step_seconds))
+    return scalar_or_array(number(queue_seconds) + number(prefill_seconds) + number(first_step_seconds))

@@ -23,9 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from gpusizer._checks import scalar_or_array
+from gpusizer._numeric import divide, maximum, minimum, number
 
 __all__ = [
     "COMPUTE_FALLBACK",
@@ -60,7 +59,7 @@ def arithmetic_intensity(flops: Any, bytes_moved: Any) -> Any:
     >>> arithmetic_intensity(2 * 8e9, 16e9)  # one token through a BF16 8B model
     1.0
     """
-    return scalar_or_array(np.divide(flops, bytes_moved))
+    return scalar_or_array(divide(number(flops), number(bytes_moved)))
 
 
 def ridge_point(peak_flops: Any, bandwidth: Any) -> Any:
@@ -87,7 +86,7 @@ def ridge_point(peak_flops: Any, bandwidth: Any) -> Any:
     >>> ridge_point(989.5e12, 3.35e12)  # H100 SXM, BF16 dense
     295.3731343283582
     """
-    return scalar_or_array(np.divide(peak_flops, bandwidth))
+    return scalar_or_array(divide(number(peak_flops), number(bandwidth)))
 
 
 def attainable_flops(intensity: Any, peak_flops: Any, bandwidth: Any) -> Any:
@@ -103,7 +102,7 @@ def attainable_flops(intensity: Any, peak_flops: Any, bandwidth: Any) -> Any:
     >>> attainable_flops([1.0, 1000.0], 989.5e12, 3.35e12)
     array([3.350e+12, 9.895e+14])
     """
-    return scalar_or_array(np.minimum(peak_flops, np.multiply(bandwidth, intensity)))
+    return scalar_or_array(minimum(number(peak_flops), number(bandwidth) * number(intensity)))
 
 
 def roofline_time(
@@ -147,9 +146,9 @@ def roofline_time(
     >>> roofline_time(2 * 8e9, 16e9, 989.5e12, 3.35e12, bandwidth_efficiency=0.8)
     0.005970149253731343
     """
-    compute = np.divide(flops, np.multiply(peak_flops, compute_efficiency))
-    memory = np.divide(bytes_moved, np.multiply(bandwidth, bandwidth_efficiency))
-    return scalar_or_array(np.maximum(compute, memory))
+    compute = divide(number(flops), number(peak_flops) * number(compute_efficiency))
+    memory = number(bytes_moved) / (number(bandwidth) * number(bandwidth_efficiency))
+    return scalar_or_array(maximum(compute, memory))
 
 
 def compute_bound(flops: Any, bytes_moved: Any, peak_flops: Any, bandwidth: Any) -> Any:
@@ -160,7 +159,7 @@ def compute_bound(flops: Any, bytes_moved: Any, peak_flops: Any, bandwidth: Any)
     >>> compute_bound([2e9, 2e12], 1e9, 1e14, 1e12)
     array([False,  True])
     """
-    return scalar_or_array(np.divide(flops, peak_flops) > np.divide(bytes_moved, bandwidth))
+    return scalar_or_array(divide(number(flops), number(peak_flops)) > number(bytes_moved) / number(bandwidth))
 
 
 def gemm_flops(tokens: Any, params: Any) -> Any:
@@ -187,7 +186,7 @@ def gemm_flops(tokens: Any, params: Any) -> Any:
     >>> gemm_flops(1, 6.98e9)
     13960000000.0
     """
-    return scalar_or_array(2.0 * np.multiply(tokens, params))
+    return scalar_or_array(2.0 * (number(tokens) * number(params)))
 
 
 def attention_flops(pairs: Any, heads: Any, qk_dim: Any, v_dim: Any) -> Any:
@@ -219,7 +218,7 @@ def attention_flops(pairs: Any, heads: Any, qk_dim: Any, v_dim: Any) -> Any:
     >>> attention_flops(1000, 32, 128, 128)
     16384000.0
     """
-    return scalar_or_array(2.0 * np.multiply(heads, np.add(qk_dim, v_dim)) * np.asarray(pairs, dtype=float))
+    return scalar_or_array(2.0 * (number(heads) * (number(qk_dim) + number(v_dim))) * number(pairs))
 
 
 #: Rates a compute precision may use, best first. A precision the GPU has no rate for is dequantized
