@@ -3,7 +3,7 @@
     python benchmarks/bench_estimate.py
 
 Measures: ``import gpusizer`` in a fresh interpreter, the first (catalogue-loading) ``estimate``, a
-warm scalar ``estimate`` (the same configuration again, and a loop over distinct configurations), a
+warm scalar ``estimate`` for five kinds of configuration (and a loop over distinct ones), a
 broadcast ``estimate`` over a 64 x 64 context x concurrency grid, and ``gpusizer fit`` and
 ``gpusizer sweep`` end to end as subprocesses. Targets (issue #7) are printed alongside; the load
 average is printed too, since other processes on the machine inflate every figure.
@@ -61,8 +61,18 @@ def main():
     import gpusizer
 
     gpusizer.estimate("llama-3.1-70b", "h200")
-    scalar = median_seconds("gpusizer.estimate('llama-3.1-70b', 'h200', context=32768, concurrency=16)",
-                            number=200, globals_={"gpusizer": gpusizer})
+    scalars = {  # label -> estimate's arguments; each run 300 times per repeat, the median of 9 repeats
+        "defaults (8k context: one prefill chunk)": ("llama-3.1-8b", "h100", {}),
+        "flagship 32k x 16 (four prefill chunks)": ("llama-3.1-70b", "h200", dict(context=32768, concurrency=16)),
+        "70B on 8 GPUs, tensor parallel": ("llama-3.1-70b", "h200", dict(context=4096, concurrency=8, gpus=8)),
+        "MoE on 8 GPUs (DeepSeek-V3)": ("deepseek-v3", "h200", dict(context=4096, gpus=8)),
+        "GGUF on llama.cpp": ("qwen3-30b-a3b", "rtx-4090", dict(weights="q4_k_m", engine="llama.cpp", context=4096)),
+    }
+    scalar = {
+        label: median_seconds("estimate(*args, **kwargs)", number=300, repeat=9,
+                              globals_={"estimate": gpusizer.estimate, "args": (m, g), "kwargs": kw})
+        for label, (m, g, kw) in scalars.items()
+    }
     contexts = [1024 + 7 * i for i in range(500)]  # distinct configurations: nothing per configuration is reused
     loop = "for c in contexts: gpusizer.estimate('llama-3.1-70b', 'h200', context=c, concurrency=16)"
     distinct = median_seconds(loop, number=1, repeat=5, globals_={"gpusizer": gpusizer, "contexts": contexts})
@@ -79,8 +89,9 @@ def main():
     print(f"gpusizer fit end to end       {fit * 1e3:8.1f} ms (whole process; target 500 ms)")
     print(f"  the same, no catalogue cache {fit_cold * 1e3:7.1f} ms (the first run after an install)")
     print(f"gpusizer sweep end to end     {swept * 1e3:8.1f} ms (whole process, 48 rows to CSV)")
-    print(f"scalar estimate, warm         {scalar * 1e6:8.1f} us (the same configuration again; target 100 us)")
-    print(f"scalar estimate, distinct     {distinct * 1e6:8.1f} us (a loop over 500 configurations)")
+    for label, seconds in scalar.items():
+        print(f"scalar estimate, {label:44s} {seconds * 1e6:6.1f} us (target 100 us)")
+    print(f"scalar estimate, distinct 1k-4.5k contexts (one chunk) {distinct * 1e6:5.1f} us per configuration")
     print(f"64 x 64 grid estimate         {grid * 1e3:8.1f} ms ({grid / 4096 * 1e6:.2f} us per configuration)")
 
 

@@ -360,7 +360,7 @@ def max_context(
     numeric
         :math:`\max\{S \le S_{lim} : B\,m_{seq}(S) \le M_{KV}\}`. [token]
     """
-    budget = number(np.asarray(kv_budget, dtype=float))
+    budget = number(kv_budget) * 1.0  # a float, like the costs it is compared with
     concurrency, kv_bytes_per_element = number(concurrency), number(kv_bytes_per_element)
     activation_bytes_per_element = number(activation_bytes_per_element)
     block_size, tensor_parallel = number(block_size), number(tensor_parallel)
@@ -370,7 +370,7 @@ def max_context(
             tokens, layout, kv_bytes_per_element, activation_bytes_per_element, block_size, tensor_parallel
         )
 
-    limits = number(np.asarray(limit, dtype=np.int64))
+    limits = integer(number(limit))
     numbers = (budget, concurrency, tensor_parallel, kv_bytes_per_element, activation_bytes_per_element, limits)
     shapes = [getattr(x, "shape", ()) for x in numbers]
     shape = np.broadcast_shapes(*shapes) if any(shapes) else ()

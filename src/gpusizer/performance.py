@@ -771,7 +771,7 @@ def _batch_regime(users: Any) -> str | None:
 
 
 def _bound_name(flag: Any) -> Any:
-    if type(flag) is bool:
+    if type(flag) is bool or type(flag) is np.bool_:
         return "compute" if flag else "memory"
     return scalar_or_array(np.where(flag, "compute", "memory"))
 
@@ -957,6 +957,7 @@ def _decode_numbers(s: _Setup, c: efficiency.Constants, bands: Any, ctx: Any, us
     weights = step.dense_bytes + step.expert_bytes - step.activation_bytes
     flops = step.dense_flops + step.expert_flops + step.attention_flops
     moved = step.dense_bytes + step.expert_bytes + step.kv_bytes
+    compute, memory_ = _bound_seconds(step, s)
     return dict(
         context=scalar_or_array(ctx),
         concurrency=scalar_or_array(users),
@@ -967,7 +968,7 @@ def _decode_numbers(s: _Setup, c: efficiency.Constants, bands: Any, ctx: Any, us
         expected_aggregate_tokens_per_second=decode.aggregate_tokens_per_second(users, expected),
         tpot_seconds_ceiling=ceiling,
         tpot_seconds_expected=expected,
-        bound=_bound_name(np.greater(*_bound_seconds(step, s))),
+        bound=_bound_name(compute > memory_),
         weight_bytes=scalar_or_array(weights),
         kv_bytes=scalar_or_array(step.kv_bytes),
         activation_bytes=scalar_or_array(step.activation_bytes),
