@@ -1,5 +1,7 @@
 """The orchestrator: the flagship question by hand, invariants, and errors that name the parameter."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -141,3 +143,24 @@ def test_unknown_ids_suggest_the_closest():
 def test_does_not_fit_is_an_answer():
     e = estimate("llama-3.1-405b", "rtx-4090")
     assert not e.fits and e.memory.headroom_bytes < 0 and e.max_concurrency == 0 and e.max_context == 0
+
+
+def _types(value):
+    """The nested Python types of an estimate's fields (``to_dict`` keeps scalars as they are)."""
+    if isinstance(value, dict):
+        return {key: _types(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_types(item) for item in value]
+    return type(value).__name__
+
+
+@pytest.mark.parametrize("gpus", [1, 8])
+@pytest.mark.parametrize("context", [np.int64(8192), np.asarray(8192), 8192.0, np.float32(8192)])
+def test_every_kind_of_scalar_input_gives_the_same_plain_python_estimate(context, gpus):
+    # One configuration runs on Python numbers whatever kind of scalar it came in as: numpy scalars,
+    # 0-d arrays and whole floats give the same values and the same Python types, field by field.
+    reference = estimate("llama-3.1-70b", "h200", context=8192, concurrency=4, gpus=gpus)
+    other = estimate("llama-3.1-70b", "h200", context=context, concurrency=np.int32(4), gpus=gpus)
+    assert other.to_dict() == reference.to_dict()
+    assert _types(dataclasses.asdict(other)) == _types(dataclasses.asdict(reference))
+    assert not any(isinstance(v, np.generic | np.ndarray) for v in dataclasses.asdict(other.decode).values())

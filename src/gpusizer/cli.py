@@ -122,6 +122,11 @@ def fit_json(result: Estimate) -> dict[str, Any]:
     return data
 
 
+def _plural(n: int, noun: str) -> str:
+    """``"1 sequence"``, ``"16 sequences"``."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
 def _size(value: float) -> str:
     return f"{value / GB:9.2f} GB  {value / GiB:8.2f} GiB"
 
@@ -133,7 +138,7 @@ def fit_text(result: Estimate, device: catalog.GPU) -> str:
     lines = [
         f"{result.model} on {result.gpus} x {device.name} ({result.engine}), weights {weights}, "
         f"KV cache {result.kv_cache}",
-        f"context {result.context:,} tokens x {result.concurrency} sequences, per GPU:",
+        f"context {result.context:,} tokens x {_plural(result.concurrency, 'sequence')}, per GPU:",
         "",
         f"  weights      {_size(m.weights_bytes)}",
         f"  KV cache     {_size(m.kv_cache_bytes)}",
@@ -145,8 +150,8 @@ def fit_text(result: Estimate, device: catalog.GPU) -> str:
         "",
     ]
     limits = (
-        f"the KV pool holds {result.kv_pool_tokens:,} tokens: {result.max_concurrency} sequences of "
-        f"{result.context:,} tokens, or {result.concurrency} sequences of up to {result.max_context:,} tokens."
+        f"the KV pool holds {result.kv_pool_tokens:,} tokens: {_plural(result.max_concurrency, 'sequence')} of "
+        f"{result.context:,} tokens, or {_plural(result.concurrency, 'sequence')} of up to {result.max_context:,} tokens."
     )
     d, p = result.decode, result.prefill
     lines += [
