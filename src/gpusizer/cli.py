@@ -149,9 +149,10 @@ def fit_text(result: Estimate, device: catalog.GPU) -> str:
         f"  headroom     {_size(m.headroom_bytes)}",
         "",
     ]
+    fitting, asked = _plural(result.max_concurrency, "sequence"), _plural(result.concurrency, "sequence")
     limits = (
-        f"the KV pool holds {result.kv_pool_tokens:,} tokens: {_plural(result.max_concurrency, 'sequence')} of "
-        f"{result.context:,} tokens, or {_plural(result.concurrency, 'sequence')} of up to {result.max_context:,} tokens."
+        f"the KV pool holds {result.kv_pool_tokens:,} tokens: {fitting} of {result.context:,} tokens, "
+        f"or {asked} of up to {result.max_context:,} tokens."
     )
     d, p = result.decode, result.prefill
     lines += [
