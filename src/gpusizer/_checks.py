@@ -63,7 +63,7 @@ def cache_by_identity(function: Callable[..., T]) -> Callable[..., T]:
 
     @functools.wraps(function)
     def cached(*args: Any) -> T:
-        key = tuple(a if type(a) in _VALUES else id(a) for a in args)
+        key = tuple([a if type(a) in _VALUES else id(a) for a in args])
         entry = table.get(key)
         if entry is None:
             if len(table) >= 4096:

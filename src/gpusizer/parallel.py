@@ -53,7 +53,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -122,7 +122,7 @@ class Layout:
         """Ways the routed experts are divided: by expert (``ep``) or by matrix (``tp``). [-]"""
         return self.ep if self.ep > 1 else self.tp
 
-    @property
+    @cached_property  # read several times per estimate; a frozen layout never changes it
     def name(self) -> str:
         """Canonical spelling (``tp2xpp2``, ``tp8+ep8``, ``layer4``)."""
         if self.sequential:
