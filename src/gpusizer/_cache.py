@@ -2,8 +2,9 @@
 
 Parsing ``gpus.toml`` and ``models.toml`` with ``tomllib`` and validating their records takes about
 50 ms of every ``gpusizer`` command; unpickling the records takes about 2 ms. An entry's key hashes the
-data file's bytes, the package version, and the size and modification time of every module of the
-package (the validators live there), as Python does for bytecode: editing either rebuilds the entry.
+data file's bytes, the versions of gpusizer, Python and pydantic, and the size and modification time
+of every module of the package (the validators live there), as Python does for bytecode: changing
+any of them rebuilds the entry.
 Anything that goes wrong (no home directory, a read-only disk, a damaged or foreign file) falls back
 to parsing, so the cache is never needed and never changes an answer. ``GPUSIZER_CACHE_DIR`` moves it;
 set to an empty string, it turns the cache off.
@@ -12,6 +13,7 @@ set to an empty string, it turns the cache off.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import pickle
@@ -37,13 +39,21 @@ def directory() -> Path | None:
 
 
 def _key(name: str, data: bytes) -> str:
+    digest = hashlib.sha256(data)
+    digest.update(f"{name}|{_code()}".encode())
+    return digest.hexdigest()[:32]
+
+
+@functools.cache
+def _code() -> str:
+    """The versions of the package, Python and pydantic (whose records are pickled), and the size and
+    modification time of every module of the package."""
+    from pydantic.version import VERSION
+
     from gpusizer import __version__
 
-    digest = hashlib.sha256(data)
-    modules = sorted(_PACKAGE.glob("*.py"))
-    stamps = [f"{p.name}:{s.st_size}:{s.st_mtime_ns}" for p in modules for s in (p.stat(),)]
-    digest.update("|".join([name, __version__, sys.version, *stamps]).encode())
-    return digest.hexdigest()[:32]
+    stamps = [f"{p.name}:{s.st_size}:{s.st_mtime_ns}" for p in sorted(_PACKAGE.glob("*.py")) for s in (p.stat(),)]
+    return "|".join([__version__, sys.version, VERSION, *stamps])
 
 
 def parsed(name: str, data: bytes, build: Callable[[bytes], T]) -> T:
