@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -72,6 +73,21 @@ def cache_by_identity(function: Callable[..., T]) -> Callable[..., T]:
         return entry[1]
 
     return cached
+
+
+def map_arrays(function: Callable[[np.ndarray], Any], value: Any) -> Any:
+    """``value`` with ``function`` applied to every ndarray in it: through dataclass records, named
+    tuples and tuples, rebuilt as the same types; anything else is returned as it is."""
+    if isinstance(value, np.ndarray):
+        return function(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.replace(
+            value, **{f.name: map_arrays(function, getattr(value, f.name)) for f in dataclasses.fields(value)}
+        )
+    if isinstance(value, tuple):
+        items = [map_arrays(function, item) for item in value]
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+    return value
 
 
 def plain(value: Any) -> Any:

@@ -299,6 +299,20 @@ def _moe(cfg: _Section, experts: str, width: str, **extra: Any) -> MoE:
     return MoE(num_experts=num, experts_per_token=top_k, expert_intermediate_size=cfg.integer(width, "ffn"), **extra)
 
 
+def _qwen_experts(cfg: _Section, *, shared: bool) -> MoE:
+    """Qwen's routed experts, with the gated shared expert of ``shared_expert_intermediate_size`` when the
+    family has one (Qwen2-MoE, Qwen3-Next; Qwen3-MoE has none)."""
+    width = cfg.integer("shared_expert_intermediate_size", "ffn", default=0, low=0) if shared else 0
+    return _moe(
+        cfg,
+        "num_experts",
+        "moe_intermediate_size",
+        num_shared_experts=int(width > 0),
+        shared_intermediate_size=width or None,
+        shared_expert_gate=width > 0,
+    )
+
+
 def _dense_width(cfg: _Section, ffns: list[str], first_dense: int = 0, key: str = "intermediate_size") -> int | None:
     """FFN width of the dense layers, or None when every layer is MoE or has no FFN."""
     if "dense" not in ffns and not first_dense:
@@ -366,15 +380,7 @@ def _qwen_moe(cfg: _Section, *, qwen3: bool) -> Fields:
     core = _core(cfg)
     layers, window = _qwen_layers(cfg, core)
     ffns = _sparse_layers(cfg, core["num_layers"])
-    shared = 0 if qwen3 else cfg.integer("shared_expert_intermediate_size", "ffn", default=0, low=0)
-    moe = _moe(
-        cfg,
-        "num_experts",
-        "moe_intermediate_size",
-        num_shared_experts=int(shared > 0),
-        shared_intermediate_size=shared or None,
-        shared_expert_gate=shared > 0,
-    )
+    moe = _qwen_experts(cfg, shared=not qwen3)
     biases = _biases(cfg) if qwen3 else {"qkv_bias": True}
     return {
         **core,
@@ -413,15 +419,7 @@ def _qwen3_next(cfg: _Section) -> Fields:
             conv_kernel=cfg.integer("linear_conv_kernel_dim", "small"),
         )
     ffns = _sparse_layers(cfg, core["num_layers"])
-    shared = cfg.integer("shared_expert_intermediate_size", "ffn", default=0, low=0)
-    moe = _moe(
-        cfg,
-        "num_experts",
-        "moe_intermediate_size",
-        num_shared_experts=int(shared > 0),
-        shared_intermediate_size=shared or None,
-        shared_expert_gate=shared > 0,
-    )
+    moe = _qwen_experts(cfg, shared=True)
     return {
         **core,
         **_biases(cfg),

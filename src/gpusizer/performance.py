@@ -31,7 +31,7 @@ import numpy as np
 
 from gpusizer import architecture, catalog, decode, efficiency, interconnect, memory, parallel, prefill, roofline
 from gpusizer import precision as precisions
-from gpusizer._checks import cache_by_identity, integer_array, plain, scalar_or_array
+from gpusizer._checks import cache_by_identity, integer_array, map_arrays, plain, scalar_or_array
 from gpusizer._numeric import ceil, divide, every, maximum, minimum, number, where
 
 __all__ = ["BatchThroughput", "Decode", "Prefill", "Speed", "batch_throughput", "keys", "predict", "speed"]
@@ -1007,14 +1007,7 @@ def _prefill(
 
 def _along_chunks(value: Any) -> Any:
     """``value`` with a trailing axis on every array, to broadcast against ``prefill.chunk_tokens``' chunks."""
-    if isinstance(value, np.ndarray):
-        return value[..., None]
-    if is_dataclass(value) and not isinstance(value, type):
-        return replace(value, **{f.name: _along_chunks(getattr(value, f.name)) for f in fields(value)})
-    if isinstance(value, tuple):
-        items = [_along_chunks(item) for item in value]
-        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
-    return value
+    return map_arrays(lambda array: array[..., None], value)
 
 
 def _over_chunks(value: Any) -> Any:

@@ -32,7 +32,7 @@ from typing import IO, Any
 import numpy as np
 
 from gpusizer import catalog, efficiency, engines, parallel, performance
-from gpusizer._checks import integer_array
+from gpusizer._checks import integer_array, map_arrays
 from gpusizer.estimator import Estimate, _capacity, _footprint, _memory_numbers, _precisions
 
 __all__ = ["AXES", "Sweep", "estimate_row", "sweep"]
@@ -538,18 +538,15 @@ def _compact(value: Any) -> Any:
     """``value`` (a record of arrays) with every array cut to length 1 along each axis it does not vary
     on: the same numbers once broadcast, but the arithmetic on them then skips the axes they ignore
     (a step's FLOPs do not depend on the GPU, the fixed costs only on the engine)."""
-    if isinstance(value, np.ndarray):
-        for axis in range(value.ndim):
-            if value.shape[axis] > 1:
-                first = value.take([0], axis=axis)
-                if np.all((value == first) | ((value != value) & (first != first))):  # NaN equals NaN here
-                    value = first
-        return value
-    if is_dataclass(value) and not isinstance(value, type):
-        return replace(value, **{f.name: _compact(getattr(value, f.name)) for f in fields(value)})
-    if isinstance(value, tuple):
-        items = [_compact(item) for item in value]
-        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+    return map_arrays(_compact_array, value)
+
+
+def _compact_array(value: np.ndarray) -> np.ndarray:
+    for axis in range(value.ndim):
+        if value.shape[axis] > 1:
+            first = value.take([0], axis=axis)
+            if np.all((value == first) | ((value != value) & (first != first))):  # NaN equals NaN here
+                value = first
     return value
 
 
