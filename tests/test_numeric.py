@@ -1,4 +1,4 @@
-"""The scalar path of the physics: Python numbers through ``gpusizer._numeric`` give numpy's answers.
+"""The scalar path of the physics: Python numbers through ``gpusizer.numeric`` give numpy's answers.
 
 Every physics function runs on Python numbers for one configuration and on arrays for many; these
 helpers are where the two paths could part. Each is checked against numpy on the same values, as
@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from gpusizer import _numeric as nx
+from gpusizer import numeric as nx
 
 FLOATS = st.floats(allow_nan=True, allow_infinity=True, width=64)
 NUMBERS = st.one_of(FLOATS, st.integers(-(2**40), 2**40), st.booleans())

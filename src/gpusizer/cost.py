@@ -35,7 +35,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpusizer._checks import positive_array, scalar_or_array
+from gpusizer.checks import positive_array, scalar_or_array
 
 __all__ = [
     "HOURS_PER_MONTH",

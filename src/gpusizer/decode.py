@@ -28,8 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from gpusizer._checks import scalar_or_array
-from gpusizer._numeric import divide, number
+from gpusizer.checks import scalar_or_array
+from gpusizer.numeric import divide, number
 
 __all__ = [
     "activation_bytes",

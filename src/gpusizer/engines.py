@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal
 
-from gpusizer._checks import scalar_or_array
-from gpusizer._numeric import minimum, number, where
 from gpusizer.catalog import Record
+from gpusizer.checks import scalar_or_array
+from gpusizer.numeric import minimum, number, where
 
 __all__ = ["ENGINES", "KV_POOL_RULES", "EngineProfile", "device_capacity", "engine", "kv_pool_bytes"]
 

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, cast
 import numpy as np
 
 from gpusizer import architecture, catalog, efficiency, engines, memory, parallel, performance, precision
-from gpusizer._checks import cache_by_identity, integer_array, plain, scalar_or_array
-from gpusizer._numeric import number
+from gpusizer.checks import cache_by_identity, integer_array, plain, scalar_or_array
+from gpusizer.numeric import number
 
 if TYPE_CHECKING:  # imported when used: it brings the benchmark readers, which `gpusizer fit` never needs
     from gpusizer import calibration as _calibration

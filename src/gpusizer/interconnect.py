@@ -47,9 +47,9 @@ from pathlib import Path
 from typing import Any
 
 from gpusizer import units
-from gpusizer._checks import scalar_or_array
-from gpusizer._numeric import divide, minimum, number, where
 from gpusizer.catalog import GPU, _bundled, _parsed
+from gpusizer.checks import scalar_or_array
+from gpusizer.numeric import divide, minimum, number, where
 
 __all__ = [
     "ALLREDUCE_METHODS",

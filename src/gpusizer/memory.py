@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from gpusizer._checks import scalar_or_array
-from gpusizer._numeric import ceil, divide, floor, integer, maximum, minimum, number, where
 from gpusizer.architecture import KvLayout
+from gpusizer.checks import scalar_or_array
+from gpusizer.numeric import ceil, divide, floor, integer, maximum, minimum, number, where
 
 __all__ = [
     "cached_tokens",

@@ -59,8 +59,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from gpusizer import architecture, catalog, precision
-from gpusizer._checks import scalar_or_array
-from gpusizer._numeric import ceil, divide, maximum, minimum, number, where
+from gpusizer.checks import scalar_or_array
+from gpusizer.numeric import ceil, divide, maximum, minimum, number, where
 
 __all__ = [
     "Layout",

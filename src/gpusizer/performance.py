@@ -31,8 +31,8 @@ import numpy as np
 
 from gpusizer import architecture, catalog, decode, efficiency, interconnect, memory, parallel, prefill, roofline
 from gpusizer import precision as precisions
-from gpusizer._checks import cache_by_identity, integer_array, map_arrays, plain, scalar_or_array
-from gpusizer._numeric import ceil, divide, every, maximum, minimum, number, where
+from gpusizer.checks import cache_by_identity, integer_array, map_arrays, plain, scalar_or_array
+from gpusizer.numeric import ceil, divide, every, maximum, minimum, number, where
 
 __all__ = ["BatchThroughput", "Decode", "Prefill", "Speed", "batch_throughput", "keys", "predict", "speed"]
 

@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from gpusizer._checks import scalar_or_array
-from gpusizer._numeric import ceil, divide, maximum, minimum, number, where
+from gpusizer.checks import scalar_or_array
+from gpusizer.numeric import ceil, divide, maximum, minimum, number, where
 
 __all__ = [
     "attention_pairs",

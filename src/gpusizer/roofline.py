@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpusizer._checks import scalar_or_array
-from gpusizer._numeric import divide, maximum, minimum, number
+from gpusizer.checks import scalar_or_array
+from gpusizer.numeric import divide, maximum, minimum, number
 
 __all__ = [
     "COMPUTE_FALLBACK",

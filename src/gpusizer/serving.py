@@ -57,7 +57,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from gpusizer._checks import positive_array, scalar_or_array
+from gpusizer.checks import positive_array, scalar_or_array
 
 __all__ = [
     "DISTRIBUTIONS",

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from gpusizer import catalog, cost, serving
-from gpusizer._checks import plain
+from gpusizer.checks import plain
 from gpusizer.serving import SLO, Workload
 
 __all__ = ["SLO", "Dropped", "Row", "Shortlist", "Workload", "shortlist"]

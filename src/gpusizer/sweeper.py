@@ -32,7 +32,7 @@ from typing import IO, Any
 import numpy as np
 
 from gpusizer import catalog, efficiency, engines, parallel, performance
-from gpusizer._checks import integer_array, map_arrays
+from gpusizer.checks import integer_array, map_arrays
 from gpusizer.estimator import Estimate, _capacity, _footprint, _memory_numbers, _precisions
 
 __all__ = ["AXES", "Sweep", "estimate_row", "sweep"]

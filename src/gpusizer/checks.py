@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from gpusizer._numeric import number
+from gpusizer.numeric import number
 
 T = TypeVar("T")
 
