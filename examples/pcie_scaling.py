@@ -23,7 +23,7 @@ import csv
 import warnings
 
 import gpusizer
-from gpusizer import catalog, efficiency, engines, interconnect
+from gpusizer import catalog, datafiles, efficiency, engines, interconnect
 
 MODEL = "llama-3.3-70b"
 
@@ -66,7 +66,7 @@ print("all-reduce of the 5090s is staged through host memory (link 'pcie-host').
 
 # %% Source 1: TensorRT-LLM, 1x vs 4x RTX PRO 6000 (pipeline parallel), offline maximum throughput
 rows = {}
-with open(catalog._bundled("calibration/measurements.csv"), encoding="utf-8") as handle:
+with open(datafiles.bundled("calibration/measurements.csv"), encoding="utf-8") as handle:
     for row in csv.DictReader(line for line in handle if not line.startswith("#")):
         if row["id"] in ("m164", "m166"):
             rows[row["id"]] = float(row["value"])

@@ -15,15 +15,14 @@ from __future__ import annotations
 import datetime
 import difflib
 import tomllib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from gpusizer import units
+from gpusizer import datafiles, units
 
 T = TypeVar("T")
 
@@ -487,25 +486,9 @@ class Model(Record):
 # --- loading --------------------------------------------------------------------------------------
 
 
-def _bundled(name: str) -> Any:
-    """The bundled data file: inside the wheel, or ``data/`` of a source checkout (editable install)."""
-    packaged = resources.files("gpusizer").joinpath("data", name)
-    if packaged.is_file():
-        return packaged
-    return Path(__file__).resolve().parents[2] / "data" / name
-
-
 def _read(path: Path | None, name: str) -> dict[str, Any]:
-    source = _bundled(name) if path is None else Path(path)
-    return tomllib.loads(source.read_text(encoding="utf-8"))
-
-
-def _parsed(name: str, load: Callable[[Path], T]) -> T:
-    """``load`` of the bundled file ``name``, through the user cache of parsed files (``gpusizer._cache``)."""
-    from gpusizer import _cache
-
-    source = _bundled(name)
-    return _cache.parsed(name, source.read_bytes(), lambda data: load(source))
+    source = datafiles.bundled(name) if path is None else Path(path)
+    return tomllib.loads(datafiles.read_text(source, what="catalogue"))
 
 
 def _unique(records: Iterable[GPU | System | Model], kind: str) -> dict[str, Any]:
@@ -536,12 +519,12 @@ def load_models(path: str | Path | None = None) -> dict[str, Model]:
 
 @cache
 def _bundled_gpus() -> tuple[dict[str, GPU], dict[str, System]]:
-    return _parsed("gpus.toml", load_gpus)
+    return load_gpus()
 
 
 @cache
 def _bundled_models() -> dict[str, Model]:
-    return _parsed("models.toml", load_models)
+    return load_models()
 
 
 def _normalise(name: str) -> str:

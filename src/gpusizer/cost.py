@@ -35,6 +35,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from gpusizer import datafiles
 from gpusizer.checks import positive_array, scalar_or_array
 
 __all__ = [
@@ -132,16 +133,10 @@ class GpuPrice(_Record):
                                                  source="user"),))
 
 
-def _bundled(name: str) -> Any:
-    from gpusizer.catalog import _bundled as bundled
-
-    return bundled(name)
-
-
 def load_prices(path: str | Path | None = None) -> dict[str, GpuPrice]:
     """Read and validate a price table (the bundled ``data/prices.toml`` when ``path`` is None)."""
-    source = _bundled("prices.toml") if path is None else Path(path)
-    data = tomllib.loads(source.read_text(encoding="utf-8"))
+    source = datafiles.bundled("prices.toml") if path is None else Path(path)
+    data = tomllib.loads(datafiles.read_text(source, what="price table"))
     out: dict[str, GpuPrice] = {}
     for entry in data.get("gpu", []):
         record = GpuPrice.model_validate(entry)
@@ -341,8 +336,8 @@ class PowerModel(_Record):
 
 def load_power(path: str | Path | None = None) -> PowerModel:
     """Read the power fractions (the bundled ``data/power.toml`` when ``path`` is None)."""
-    source = _bundled("power.toml") if path is None else Path(path)
-    return PowerModel.model_validate(tomllib.loads(source.read_text(encoding="utf-8")))
+    source = datafiles.bundled("power.toml") if path is None else Path(path)
+    return PowerModel.model_validate(tomllib.loads(datafiles.read_text(source, what="power table")))
 
 
 @cache

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusizer.catalog import _bundled, _parsed
+from gpusizer import datafiles
 
 __all__ = [
     "BOUNDS",
@@ -271,7 +271,7 @@ def load(path: str | Path | None = None) -> Table:
     ValueError
         On unknown keys or missing engines.
     """
-    source = _bundled("efficiency.toml") if path is None else Path(path)
+    source = datafiles.bundled("efficiency.toml") if path is None else Path(path)
     data = tomllib.loads(source.read_text(encoding="utf-8"))
     engines = {e["name"]: _entry(EngineEntry, e) for e in data.get("engine", [])}
     groups = tuple(_entry(GroupEntry, g) for g in data.get("group", []))
@@ -282,8 +282,8 @@ def load(path: str | Path | None = None) -> Table:
 
 @cache
 def bundled() -> Table:
-    """The bundled, fitted table (read once; kept parsed in the user cache, ``gpusizer._cache``)."""
-    return _parsed("efficiency.toml", load)
+    """The bundled, fitted table (read and validated once per process)."""
+    return load()
 
 
 #: Other spellings of the engine classes.
@@ -506,7 +506,7 @@ def load_cases(measurements: str | Path | None = None, mapping: str | Path | Non
 
 
 def _csv(path: str | Path | None, name: str) -> list[dict[str, str]]:
-    source = _bundled(name) if path is None else Path(path)
+    source = datafiles.bundled(name) if path is None else Path(path)
     text = source.read_text(encoding="utf-8")
     return [dict(r) for r in csv.DictReader(line for line in text.splitlines() if not line.startswith("#"))]
 

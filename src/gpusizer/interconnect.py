@@ -46,8 +46,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from gpusizer import units
-from gpusizer.catalog import GPU, _bundled, _parsed
+from gpusizer import datafiles, units
+from gpusizer.catalog import GPU
 from gpusizer.checks import scalar_or_array
 from gpusizer.numeric import divide, minimum, number, where
 
@@ -379,7 +379,7 @@ def load(path: str | Path | None = None) -> Table:
     ValueError
         On unknown keys, naming them.
     """
-    source = _bundled("interconnect.toml") if path is None else Path(path)
+    source = datafiles.bundled("interconnect.toml") if path is None else Path(path)
     data = tomllib.loads(source.read_text(encoding="utf-8"))
     links = {}
     for entry in data.get("link", []):
@@ -407,8 +407,8 @@ def _record(kind: type, data: dict[str, Any]) -> Any:
 
 @cache
 def bundled() -> Table:
-    """The bundled table (read once; kept parsed in the user cache, ``gpusizer._cache``)."""
-    return _parsed("interconnect.toml", load)
+    """The bundled table (read and validated once per process)."""
+    return load()
 
 
 # --- which link joins a group of GPUs -------------------------------------------------------------

@@ -29,7 +29,18 @@ from typing import Any, NamedTuple, cast
 
 import numpy as np
 
-from gpusizer import architecture, catalog, decode, efficiency, interconnect, memory, parallel, prefill, roofline
+from gpusizer import (
+    architecture,
+    catalog,
+    datafiles,
+    decode,
+    efficiency,
+    interconnect,
+    memory,
+    parallel,
+    prefill,
+    roofline,
+)
 from gpusizer import precision as precisions
 from gpusizer.checks import cache_by_identity, integer_array, map_arrays, plain, scalar_or_array
 from gpusizer.numeric import ceil, divide, every, maximum, minimum, number, where
@@ -1147,7 +1158,7 @@ def _case_setup(case: efficiency.Case) -> _Setup:
 @cache
 def _structure() -> efficiency.Table:
     """Table used for what the fit never changes (whether an engine multiplies in INT8)."""
-    return efficiency.load(catalog._bundled("calibration/priors.toml"))
+    return efficiency.load(datafiles.bundled("calibration/priors.toml"))
 
 
 def keys(case: efficiency.Case) -> efficiency.Keys:
