@@ -17,6 +17,21 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+#: The layers of ``docs/architecture.md``, bottom first: a module may import its own layer and the
+#: ones below. Entries are module names; a package's name covers its submodules.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("base", ("gpusizer.units", "gpusizer.checks", "gpusizer.numeric", "gpusizer.datafiles")),
+    ("records", ("gpusizer.catalog", "gpusizer.records")),
+    ("descriptions", ("gpusizer.architecture", "gpusizer.precision", "gpusizer.engines", "gpusizer.efficiency")),
+    ("physics", ("gpusizer.memory", "gpusizer.roofline", "gpusizer.decode", "gpusizer.prefill",
+                 "gpusizer.interconnect", "gpusizer.parallel")),
+    ("engine step", ("gpusizer.step", "gpusizer.numbers", "gpusizer.configuration", "gpusizer.setup")),
+    ("speed and estimate", ("gpusizer.performance", "gpusizer.speed", "gpusizer.estimator")),
+    ("questions", ("gpusizer.layouts", "gpusizer.sweeper", "gpusizer.serving", "gpusizer.cost",
+                   "gpusizer.shortlister", "gpusizer.calibration", "gpusizer.readers")),
+    ("io and presentation", ("gpusizer.hf", "gpusizer.display", "gpusizer.plot", "gpusizer.cli",
+                             "gpusizer.commands", "gpusizer")),
+)
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 60
 ROOT = Path(__file__).resolve().parents[1] / "src" / "gpusizer"
@@ -144,6 +159,29 @@ def cycles(known: dict[str, Path]) -> list[list[str]]:
     return found
 
 
+def layer(module: str) -> int | None:
+    """Index in ``LAYERS`` of the longest entry that names ``module`` or a package above it."""
+    best: tuple[int, int] | None = None
+    for index, (_, names) in enumerate(LAYERS):
+        for entry in names:
+            if module == entry or module.startswith(entry + "."):
+                if best is None or len(entry) > best[0]:
+                    best = (len(entry), index)
+    return None if best is None else best[1]
+
+
+def upward_imports(known: dict[str, Path]) -> Iterator[str]:
+    """Imports of a module in a higher layer than the importer's."""
+    for name, path in known.items():
+        own = layer(name)
+        for target, imported, line in imports(name, path, known):
+            if target == "gpusizer" and imported.startswith("__"):
+                continue  # ``__version__`` of the package is metadata, not a layer
+            theirs = layer(_owner(target, known))
+            if own is not None and theirs is not None and theirs > own:
+                yield f"{path}:{line}: {name} imports {_owner(target, known)}"
+
+
 def _code_lines(node: ast.AST, source: list[str]) -> int:
     body = getattr(node, "body", [])
     if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
@@ -174,7 +212,8 @@ def sizes(known: dict[str, Path]) -> Iterator[str]:
 def violations(root: Path = ROOT) -> list[str]:
     known = modules(root)
     out = [f"import cycle: {' <-> '.join(group)}" for group in cycles(known)]
-    return out + list(private_reaches(known)) + list(sizes(known))
+    out += [f"{name}: no layer in LAYERS" for name in known if layer(name) is None]
+    return out + list(private_reaches(known)) + list(upward_imports(known)) + list(sizes(known))
 
 
 if __name__ == "__main__":
