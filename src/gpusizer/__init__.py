@@ -28,7 +28,7 @@ _EXPORTS = {
     "systems": "gpusizer.catalog",
     "Estimate": "gpusizer.estimator",
     "estimate": "gpusizer.estimator",
-    "best_layout": "gpusizer.parallel",
+    "best_layout": "gpusizer.layouts",
     "shortlist": "gpusizer.shortlister",
     "Workload": "gpusizer.serving",
     "SLO": "gpusizer.serving",
@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from gpusizer.calibration import Calibration, calibrate
     from gpusizer.catalog import GPU, Model, System, gpu, gpus, model, models, system, systems
     from gpusizer.estimator import Estimate, estimate
-    from gpusizer.parallel import best_layout
+    from gpusizer.layouts import best_layout
     from gpusizer.serving import SLO, Workload
     from gpusizer.shortlister import shortlist
     from gpusizer.sweeper import Sweep, sweep

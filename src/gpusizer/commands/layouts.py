@@ -4,7 +4,7 @@
     gpusizer layouts deepseek-r1 hgx-h200-8x --objective throughput --context 16k
     gpusizer layouts kimi-k2 gb200-nvl72 --json
 
-Argument parsing and output only: the ranking comes from ``gpusizer.parallel.best_layout``.
+Argument parsing and output only: the ranking comes from ``gpusizer.layouts.best_layout``.
 """
 
 from __future__ import annotations
@@ -63,10 +63,10 @@ def register(commands: Any) -> None:
 
 
 def _handler(args: argparse.Namespace) -> str:
-    from gpusizer import parallel
+    from gpusizer import layouts
     from gpusizer.cli import _model
 
-    choices = parallel.best_layout(
+    choices = layouts.best_layout(
         _model(args.model), args.gpu, args.gpus, objective=args.objective, weights=args.weights,
         kv_cache=args.kv_cache, context=args.context, concurrency=args.concurrency, engine=args.engine,
     )
