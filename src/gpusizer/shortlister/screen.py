@@ -1,0 +1,266 @@
+"""The shortlist's candidates: every GPU x count x layout x weight precision, screened before it is priced.
+
+Cheap exact screens come first (weights plus the engine's fixed memory against the budget, the
+roofline floors of ``floors`` against the targets); only the survivors cost an ``estimate``, whose
+step table (``serving``) the search then loads with the workload.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from gpusizer import architecture, catalog, engines, precision, serving
+from gpusizer.estimator import estimate
+from gpusizer.serving import SLO, Workload
+from gpusizer.shortlister.table import Dropped
+
+__all__ = ["Candidate", "candidates", "counts", "dropped", "floors", "layouts", "precisions"]
+
+
+def counts(max_gpus: int) -> list[int]:
+    """GPUs per replica to sweep: the powers of two up to ``max_gpus``, and ``max_gpus`` itself. [-]
+
+    Examples
+    --------
+    >>> counts(8), counts(6)
+    ([1, 2, 4, 8], [1, 2, 4, 6])
+    """
+    found = [2**k for k in range(8) if 2**k <= max_gpus]
+    return found + ([max_gpus] if max_gpus not in found else [])
+
+
+def layouts(requested: Sequence[str] | None, record: catalog.Model) -> tuple[str, ...]:
+    """Layouts to sweep: those requested, else ``tp`` and ``pp`` (and ``tp+ep`` for a mixture of experts).
+
+    Examples
+    --------
+    >>> layouts(None, catalog.model("llama-3.1-8b")), layouts(["tp"], catalog.model("llama-3.1-8b"))
+    (('tp', 'pp'), ('tp',))
+    """
+    if requested:
+        return tuple(requested)
+    return ("tp", "pp", "tp+ep") if record.moe is not None else ("tp", "pp")
+
+
+def precisions(record: catalog.Model, weights: Sequence[str] | None) -> list[str | None]:
+    """Weight precisions to sweep: those requested, else the checkpoint's (``None``) plus ``fp8`` and
+    ``int4`` where they store fewer bits.
+
+    Examples
+    --------
+    >>> precisions(catalog.model("llama-3.1-8b"), None)
+    [None, 'fp8', 'int4']
+    """
+    if weights:
+        return [precision.precision(w).name for w in weights]
+    names: list[str | None] = [None]
+    default = record.weights
+    for candidate in ("fp8", "int4"):
+        if candidate != default and precision.precision(candidate).bits < precision.precision(default).bits:
+            names.append(candidate)
+    return names
+
+
+def _swept(layout: str, device: catalog.GPU, requested: bool) -> bool:
+    """Whether a layout is worth a full evaluation on ``device``: by default pipeline layouts only where no
+    NVLink joins the GPUs (there they avoid all-reduces over PCIe; on NVLink tensor parallelism gives the
+    lower per-token latency a latency target asks for). Layouts the caller names are always swept."""
+    return requested or layout != "pp" or not device.interconnect.nvlink_generation
+
+
+def _layout_name(layout: str, count: int) -> str:
+    """A bare ``tp+ep`` spelled with degrees (``tp4+ep4``); other names pass through."""
+    return f"tp{count}+ep{count}" if layout == "tp+ep" else layout
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A configuration that passed every screen, with its step table."""
+
+    device: catalog.GPU
+    gpus: int
+    """GPUs per replica. [-]"""
+    layout: str
+    """As swept (``tp``, ``pp``, ``tp+ep``)."""
+    weights: str | None
+    """Weight precision (``None``: the checkpoint's)."""
+    step: serving.StepModel
+
+
+def dropped(device: catalog.GPU, gpus: int, layout: str, weights: str | None, record: catalog.Model,
+            reason: str) -> Dropped:
+    """The ``Dropped`` record of a configuration (``weights`` ``None`` named as the checkpoint's)."""
+    return Dropped(device.id, gpus, layout, weights or record.weights, reason)
+
+
+def floors(record: catalog.Model, weights: str | None, size: float, device: catalog.GPU, count: int,
+           layout: str, workload: Workload) -> tuple[float, float]:
+    r"""Lower bounds on the unloaded TPOT and TTFT of a configuration.
+
+    Returns
+    -------
+    tuple of float
+        :math:`W \cdot N_{active}/N_{stored} / (s\,B)`: the active weights streamed once per step at the
+        datasheet bandwidth :math:`B`, and :math:`2 N_{active}\,s_{min} / (s\,R)`: the shortest prompt's
+        linear FLOPs at the datasheet rate :math:`R` of the precision the matmuls can use, with
+        :math:`s` the GPUs that divide the work (1 for a pipeline, which passes every stage in turn).
+        The roofline ceiling is never beaten, so a target below a floor cannot be met at any rate. [s]
+    """
+    numbers = _parameter_counts(record)
+    active = numbers.linear + numbers.experts_active
+    stored = numbers.linear + numbers.experts + numbers.embedding + numbers.head
+    shards = 1 if layout in ("pp", "layer") else count
+    tpot = size * active / max(stored, 1) / shards / device.memory_bandwidth
+    p = precision.precision(weights if weights is not None else record.weights)
+    usable = {p.compute, "int8"} if p.weight_only else {p.compute}
+    named = [getattr(device.dense, name, None) for name in usable]
+    rates: list[float] = [r for r in named if r] or [r for r in device.dense.model_dump().values() if r]
+    prompt = float(serving._Lengths.of(workload).prompt.min())
+    ttft = 2 * active * prompt / shards / max(rates) if rates else 0.0
+    return tpot, ttft
+
+
+@functools.lru_cache(maxsize=16)
+def _parameter_counts(record: catalog.Model) -> Any:
+    return architecture.parameter_counts(record)
+
+
+def _unloaded_miss(sized: Any, slo: SLO, prompts: np.ndarray, shortest: float) -> str:
+    """Which target the shortest request on an idle engine already misses (``estimate``'s expected speed), or
+    ``""``.
+
+    An idle engine is the best case of every quantile, so such a configuration cannot meet the SLO at any
+    rate; skipping it saves its step table. TPOT is read at the full request length (the closed form uses
+    the mean context, a few microseconds less), hence the 5 % margin."""
+    tpot = float(np.broadcast_to(sized.decode.tpot_seconds_expected, (2, len(prompts)))[1, 0])
+    # the prefill step samples the first token
+    ttft = float(np.interp(shortest, prompts, np.asarray(sized.prefill.seconds_expected, dtype=float)))
+    if slo.tpot_p95 is not None and tpot > 1.05 * slo.tpot_p95:
+        return f"TPOT {tpot * 1e3:.0f} ms on an idle engine"
+    if slo.ttft_p95 is not None and ttft > slo.ttft_p95:
+        return f"TTFT {ttft * 1e3:.0f} ms on an idle engine"
+    return ""
+
+
+def _weight_bytes(record: catalog.Model, weights: str | None) -> float:
+    """Bytes of the stored weights at ``weights`` (all GPUs together), for a quick memory screen."""
+    numbers = _parameter_counts(record)
+    w = precision.precision(weights if weights is not None else record.weights)
+    experts = None if weights is not None or record.expert_weights is None else record.expert_weights
+    return float(precision.stored_weight_bytes(numbers, w, experts, record.activation_dtype))
+
+
+@dataclass(frozen=True)
+class _Sweep:
+    """What every configuration of one shortlist shares: the model, the targets and the tabulation grids."""
+
+    record: catalog.Model
+    workload: Workload
+    slo: SLO
+    engine: str
+    profile: engines.EngineProfile
+    sizes: dict[str | None, float]
+    tokens: np.ndarray
+    prompts: np.ndarray
+    shortest: float
+    longest: float
+
+
+def _memory_screen(s: _Sweep, device: catalog.GPU, count: int, weights: str | None) -> str:
+    """Why the weights and the engine's fixed memory exceed the budget, or ``""``."""
+    profile = s.profile
+    fixed = profile.runtime_bytes + profile.cuda_graph_bytes + profile.runtime_bytes_multi_gpu * (count > 1)
+    budget = device.capacity * profile.memory_fraction
+    if s.sizes[weights] / count + fixed > budget:
+        return (f"does not fit: weights need {s.sizes[weights] / count / 1e9:.0f} GB per GPU and the "
+                f"runtime {fixed / 1e9:.1f} GB; the engine may use {budget / 1e9:.0f} GB")
+    return ""
+
+
+def _floor_screen(s: _Sweep, device: catalog.GPU, count: int, layout: str, weights: str | None) -> str:
+    """Why a roofline floor already misses a target, or ``""``."""
+    tpot_floor, ttft_floor = floors(s.record, weights, s.sizes[weights], device, count, layout, s.workload)
+    if s.slo.tpot_p95 is not None and tpot_floor > s.slo.tpot_p95:
+        return f"misses the SLO even unloaded: streaming the weights takes at least {tpot_floor * 1e3:.0f} ms per token"
+    if s.slo.ttft_p95 is not None and ttft_floor > s.slo.ttft_p95:
+        return f"misses the SLO even unloaded: the prompt needs at least {ttft_floor * 1e3:.0f} ms of compute"
+    return ""
+
+
+def _evaluate(s: _Sweep, device: catalog.GPU, count: int, layout: str, weights: str | None
+              ) -> Candidate | str:
+    """The candidate with its step table, or why it is dropped."""
+    reason = _memory_screen(s, device, count, weights) or _floor_screen(s, device, count, layout, weights)
+    if reason:
+        return reason
+    context = s.workload.prompt_tokens + s.workload.output_tokens
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            sized = estimate(s.record, device, weights=weights, gpus=count, engine=s.engine,
+                             context=np.array([[1], [int(context)]]), concurrency=s.tokens, prompt=s.prompts,
+                             layout=_layout_name(layout, count))
+    except ValueError as error:
+        return f"no speed model: {error}"
+    if caught:  # e.g. attention heads that do not divide by the tensor-parallel degree
+        return f"layout refused: {caught[0].message}"
+    pool = float(np.broadcast_to(sized.kv_pool_tokens, (2, len(s.tokens)))[1, 0])
+    if pool < s.longest:
+        return f"does not fit: the KV pool holds {pool:,.0f} tokens, a request needs up to {s.longest:,.0f}"
+    slow = _unloaded_miss(sized, s.slo, s.prompts, s.shortest)
+    if slow:
+        return f"misses the SLO even unloaded: {slow}"
+    step = serving._tables(s.record, sized, s.tokens, s.prompts, int(context))
+    if not np.all(np.isfinite(step.prompt_seconds)):
+        return "no speed model: the GPU publishes no tensor rate for prefill"
+    return Candidate(device, count, layout, weights, step)
+
+
+def candidates(
+    record: catalog.Model, devices: Sequence[catalog.GPU], gpu_counts: Sequence[int], swept: Sequence[str],
+    requested: bool, weights: Sequence[str | None], workload: Workload, slo: SLO, engine: str,
+) -> tuple[list[Candidate], list[Dropped]]:
+    """Every configuration that fits one request and is not ruled out by a latency floor, with its step table.
+
+    Parameters
+    ----------
+    record : Model
+        The model.
+    devices, gpu_counts, swept, weights
+        The GPUs, GPUs per replica, layouts and weight precisions to combine; one GPU uses only the
+        first layout.
+    requested : bool
+        Whether the caller named the layouts (then pipeline layouts are swept on NVLink too).
+    workload, slo, engine
+        As for ``shortlist``.
+
+    Returns
+    -------
+    tuple of list
+        The candidates, and the configurations dropped with their reasons, in sweep order.
+    """
+    profile = engines.engine(engine)
+    nodes = serving._Lengths.of(workload)
+    tokens, prompts = serving._axes(profile, float(nodes.prompt[-1]))
+    s = _Sweep(record, workload, slo, engine, profile, {w: _weight_bytes(record, w) for w in weights},
+               tokens, prompts, float(nodes.prompt[0]), float(nodes.prompt[-1] + nodes.output[-1]))
+    kept: list[Candidate] = []
+    left: list[Dropped] = []
+    for device in devices:
+        for w in weights:
+            for count in gpu_counts:
+                for layout in swept if count > 1 else swept[:1]:
+                    if not _swept(layout, device, requested):
+                        continue
+                    found = _evaluate(s, device, count, layout, w)
+                    if isinstance(found, Candidate):
+                        kept.append(found)
+                    else:
+                        left.append(dropped(device, count, layout, w, record, found))
+    return kept, left
