@@ -11,6 +11,7 @@ import functools
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ from gpusizer import architecture, catalog, engines, precision, serving
 from gpusizer.estimator import estimate
 from gpusizer.serving import SLO, Workload
 from gpusizer.shortlister.table import Dropped
+from gpusizer.sweeper import Sweep, sweep
 
 __all__ = ["Candidate", "candidates", "counts", "dropped", "floors", "layouts", "precisions"]
 
@@ -156,6 +158,10 @@ def _weight_bytes(record: catalog.Model, weights: str | None) -> float:
     return float(precision.stored_weight_bytes(numbers, w, experts, record.activation_dtype))
 
 
+_Key = tuple[catalog.GPU, str | None, int, str]
+"""A configuration: GPU, weight precision, GPUs per replica, layout as swept."""
+
+
 @dataclass(frozen=True)
 class _Sweep:
     """What every configuration of one shortlist shares: the model, the targets and the tabulation grids."""
@@ -193,12 +199,8 @@ def _floor_screen(s: _Sweep, device: catalog.GPU, count: int, layout: str, weigh
     return ""
 
 
-def _evaluate(s: _Sweep, device: catalog.GPU, count: int, layout: str, weights: str | None
-              ) -> Candidate | str:
-    """The candidate with its step table, or why it is dropped."""
-    reason = _memory_screen(s, device, count, weights) or _floor_screen(s, device, count, layout, weights)
-    if reason:
-        return reason
+def _estimate(s: _Sweep, device: catalog.GPU, count: int, layout: str, weights: str | None) -> Any:
+    """The step table's ``estimate`` of one configuration, or why it has none (a ``str``)."""
     context = s.workload.prompt_tokens + s.workload.output_tokens
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -210,13 +212,74 @@ def _evaluate(s: _Sweep, device: catalog.GPU, count: int, layout: str, weights: 
         return f"no speed model: {error}"
     if caught:  # e.g. attention heads that do not divide by the tensor-parallel degree
         return f"layout refused: {caught[0].message}"
+    return sized
+
+
+def _swept_numbers(s: _Sweep, keys: Sequence[_Key]) -> dict[_Key, SimpleNamespace]:
+    """The numbers of the step tables of ``keys``, from two sweeps per GPU count and layout (decode over
+    contexts 1 and the request's and the token grid; prefill over the prompt grid), shaped as the
+    ``estimate`` of ``_estimate`` has them. A group whose sweep raises or warns is left out: its
+    configurations take ``_estimate``, which says why per configuration."""
+    groups: dict[tuple[int, str], list[_Key]] = {}
+    for key in keys:
+        groups.setdefault((key[2], key[3]), []).append(key)
+    context = int(s.workload.prompt_tokens + s.workload.output_tokens)
+    out: dict[_Key, SimpleNamespace] = {}
+    for (count, layout), members in groups.items():
+        devices = list({k[0].id: k[0] for k in members}.values())
+        weights = list(dict.fromkeys(k[1] for k in members))
+        name = _layout_name(layout, count)
+        common: dict[str, Any] = dict(gpu_count=count, weights=weights, engine=s.engine, layout=name)
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                step = sweep([s.record], devices, context=[1, context], concurrency=s.tokens, **common)
+                fill = sweep([s.record], devices, context=context, prompt=s.prompts, concurrency=1, **common)
+        except ValueError:
+            continue
+        if caught:
+            continue
+        at = {d.id: i for i, d in enumerate(devices)}
+        for key in members:
+            g, w = at[key[0].id], weights.index(key[1])
+            out[key] = _numbers(step, fill, g, w)
+    return out
+
+
+def _numbers(step: Sweep, fill: Sweep, g: int, w: int) -> SimpleNamespace:
+    """What ``serving`` reads of an ``estimate``, for GPU ``g`` and weights ``w`` of two sweeps."""
+    def at(table: Sweep, name: str) -> np.ndarray:
+        return table.columns[name].reshape(table.shape)[0, g, 0, w, 0, 0]
+
+    def once(name: str) -> Any:
+        return at(step, name)[0, 0]
+
+    decode = SimpleNamespace(
+        tpot_seconds_expected=at(step, "decode_tpot_seconds_expected"),
+        expected_tokens_per_second=at(step, "decode_expected_tokens_per_second"),
+        band=(at(step, "decode_band_low"), at(step, "decode_band_high")), bound=at(step, "decode_bound"))
+    prefill = SimpleNamespace(seconds_expected=at(fill, "prefill_seconds_expected")[0, :, 0],
+                              band=(at(fill, "prefill_band_low")[0, :, 0], at(fill, "prefill_band_high")[0, :, 0]))
+    return SimpleNamespace(
+        engine=once("engine"), gpus=int(once("gpu_count")), gpu=once("gpu"), weights=once("weights"),
+        kv_cache=once("kv_cache"), kv_pool_tokens=at(step, "kv_pool_tokens"), decode=decode, prefill=prefill,
+        parallel=SimpleNamespace(layout=once("parallel_layout")))
+
+
+def _evaluate(s: _Sweep, key: _Key, swept: SimpleNamespace | None) -> Candidate | str:
+    """The candidate with its step table, or why it is dropped."""
+    device, weights, count, layout = key
+    sized = swept if swept is not None else _estimate(s, device, count, layout, weights)
+    if isinstance(sized, str):
+        return sized
     pool = float(np.broadcast_to(sized.kv_pool_tokens, (2, len(s.tokens)))[1, 0])
     if pool < s.longest:
         return f"does not fit: the KV pool holds {pool:,.0f} tokens, a request needs up to {s.longest:,.0f}"
     slow = _unloaded_miss(sized, s.slo, s.prompts, s.shortest)
     if slow:
         return f"misses the SLO even unloaded: {slow}"
-    step = serving._tables(s.record, sized, s.tokens, s.prompts, int(context))
+    context = int(s.workload.prompt_tokens + s.workload.output_tokens)
+    step = serving._tables(s.record, sized, s.tokens, s.prompts, context)
     if not np.all(np.isfinite(step.prompt_seconds)):
         return "no speed model: the GPU publishes no tensor rate for prefill"
     return Candidate(device, count, layout, weights, step)
@@ -250,17 +313,17 @@ def candidates(
     tokens, prompts = serving._axes(profile, float(nodes.prompt[-1]))
     s = _Sweep(record, workload, slo, engine, profile, {w: _weight_bytes(record, w) for w in weights},
                tokens, prompts, float(nodes.prompt[0]), float(nodes.prompt[-1] + nodes.output[-1]))
+    keys = [(device, w, count, layout) for device in devices for w in weights for count in gpu_counts
+            for layout in (swept if count > 1 else swept[:1]) if _swept(layout, device, requested)]
+    early = {key: _memory_screen(s, key[0], key[2], key[1]) or _floor_screen(s, key[0], key[2], key[3], key[1])
+             for key in keys}
+    numbers = _swept_numbers(s, [key for key in keys if not early[key]])
     kept: list[Candidate] = []
     left: list[Dropped] = []
-    for device in devices:
-        for w in weights:
-            for count in gpu_counts:
-                for layout in swept if count > 1 else swept[:1]:
-                    if not _swept(layout, device, requested):
-                        continue
-                    found = _evaluate(s, device, count, layout, w)
-                    if isinstance(found, Candidate):
-                        kept.append(found)
-                    else:
-                        left.append(dropped(device, count, layout, w, record, found))
+    for key in keys:
+        found = early[key] or _evaluate(s, key, numbers.get(key))
+        if isinstance(found, Candidate):
+            kept.append(found)
+        else:
+            left.append(dropped(key[0], key[2], key[3], key[1], record, found))
     return kept, left
