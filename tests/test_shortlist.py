@@ -143,3 +143,18 @@ def test_workload_distributions_reach_the_sweep():
                              TARGETS, gpus=["h100"], max_gpus=1, simulate=0)
     assert rows[0].max_rate != fixed[0].max_rate
     assert serving.max_rate_methods() == ("closed-form", "simulation")
+
+
+@pytest.mark.parametrize(("model", "options"), [
+    ("llama-3.1-8b", {"gpus": SMALL, "max_gpus": 4}),
+    ("qwen3-30b-a3b", {"gpus": ["h100", "l40s"], "max_gpus": 4, "weights": ["bf16", "fp8"]}),
+    ("gemma-3-27b", {"gpus": ["h100", "l40s"], "max_gpus": 8, "layouts": ["tp", "pp", "tp2xpp2"]}),
+])
+def test_the_swept_step_tables_equal_one_estimate_per_configuration(monkeypatch, model, options):
+    from gpusizer.shortlister import screen
+
+    swept = module.shortlist(model, CHAT, TARGETS, simulate=0, **options)
+    monkeypatch.setattr(screen, "_swept_numbers", lambda s, keys: {})  # every configuration through estimate
+    one_by_one = module.shortlist(model, CHAT, TARGETS, simulate=0, **options)
+    assert swept.rows == one_by_one.rows and swept.dropped == one_by_one.dropped
+    assert len(swept.rows) > 0
