@@ -1,8 +1,12 @@
 """The shortlist's candidates: every GPU x count x layout x weight precision, screened before it is priced.
 
 Cheap exact screens come first (weights plus the engine's fixed memory against the budget, the
-roofline floors of ``floors`` against the targets); only the survivors cost an ``estimate``, whose
-step table (``serving``) the search then loads with the workload.
+roofline floors of ``floors`` against the targets). The survivors' speed numbers come from the
+vectorised ``sweep``, two per GPU count and layout (decode over the token grid at contexts 1 and the
+request's, prefill over the prompt grid), the same numbers one ``estimate`` per configuration gives
+(``tests/test_shortlist.py`` checks it); a group the sweep cannot take whole (it raises, or warns that
+a layout does not divide the attention heads) falls back to one ``estimate`` per configuration, which
+names the reason. ``serving`` turns the numbers into the step table the search loads with the workload.
 """
 
 from __future__ import annotations
