@@ -103,6 +103,7 @@ def _record(fields: Fields, where: str) -> Fields:
 
 
 def _default_id(config: Mapping[str, Any], folder: Path | None) -> str:
+    """Record id: Hugging Face cache repo name, folder name, ``_name_or_path`` or ``model_type``."""
     if folder is not None and folder.parent.name == "snapshots" and folder.parent.parent.name.startswith("models--"):
         return folder.parent.parent.name.rsplit("--", 1)[-1].lower()  # Hugging Face cache: models--org--name
     if folder is not None and folder.name:

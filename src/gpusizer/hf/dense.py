@@ -20,6 +20,7 @@ __all__ = ["cohere", "falcon", "gemma", "gemma2", "gemma3_text", "llama", "mistr
 
 
 def llama(cfg: Section) -> Fields:
+    """Llama 2/3: standard keys; ``layer_types`` may list sliding layers."""
     core = core_fields(cfg, "intermediate_size")
     layers = listed_layers(cfg, core["num_layers"]) or uniform("full", core)
     window = read_window(cfg, core["max_context"]) if "sliding" in layers else None
@@ -42,6 +43,7 @@ def mistral(cfg: Section) -> Fields:
 
 
 def qwen2(cfg: Section) -> Fields:
+    """Qwen2/2.5: QKV bias, sliding layers from ``max_window_layers`` when ``use_sliding_window``."""
     core = core_fields(cfg, "intermediate_size")
     layers, window = qwen_layers(cfg, core)
     return {
@@ -54,10 +56,12 @@ def qwen2(cfg: Section) -> Fields:
 
 
 def qwen3(cfg: Section) -> Fields:
+    """Qwen3: Qwen2 with per-head RMSNorm on queries and keys and configurable attention bias."""
     return {**qwen2(cfg), **biases(cfg), "qk_norm": True}
 
 
 def gemma(cfg: Section) -> Fields:
+    """Gemma 1: a Llama-like decoder (its defaults tie the embeddings)."""
     return llama(cfg)
 
 
@@ -82,11 +86,13 @@ def gemma2(cfg: Section, *, every: int = 2, qk_norm: bool = False) -> Fields:
 
 
 def gemma3_text(cfg: Section) -> Fields:
+    """Gemma 3 text model: every ``sliding_window_pattern``-th layer global, qk-norm."""
     every = cfg.integer("sliding_window_pattern", "small", default=6)
     return gemma2(cfg, every=every, qk_norm=True)
 
 
 def phi3(cfg: Section) -> Fields:
+    """Phi-3: read as Mistral (``sliding_window`` on every layer when shorter than the context)."""
     return mistral(cfg)
 
 

@@ -28,6 +28,7 @@ __all__ = ["deepseek", "glm4_moe", "gpt_oss", "llama4_text", "mixtral", "nemotro
 
 
 def qwen_moe(cfg: Section, *, qwen3: bool) -> Fields:
+    """Qwen2-MoE (with a gated shared expert, QKV bias) and Qwen3-MoE (qk-norm, no shared expert)."""
     core = core_fields(cfg)
     layers, window = qwen_layers(cfg, core)
     ffns = sparse_layers(cfg, core["num_layers"])
@@ -46,6 +47,7 @@ def qwen_moe(cfg: Section, *, qwen3: bool) -> Fields:
 
 
 def qwen3_next(cfg: Section) -> Fields:
+    """Qwen3-Next: Gated DeltaNet linear attention with a full layer every ``full_attention_interval``."""
     core = core_fields(cfg)
     layers = listed_layers(cfg, core["num_layers"])
     if layers is None:
@@ -85,6 +87,7 @@ def qwen3_next(cfg: Section) -> Fields:
 
 
 def mixtral(cfg: Section) -> Fields:
+    """Mixtral: every layer MoE of ``num_local_experts``; ``sliding_window`` on every layer when set."""
     core = core_fields(cfg)
     fields = {**core, "ffns": uniform("moe", core), "moe": read_moe(cfg, "num_local_experts", "intermediate_size")}
     window = read_window(cfg, core["max_context"])

@@ -126,11 +126,13 @@ def core_fields(cfg: Section, *extra: str, mla: bool = False) -> dict[str, Any]:
 
 
 def biases(cfg: Section, *, o: bool = True) -> dict[str, bool]:
+    """Bias flags from ``attention_bias`` (QKV, and output projection when ``o``) and ``mlp_bias``."""
     bias = cfg.flag("attention_bias", False)
     return {"qkv_bias": bias, "o_bias": bias and o, "ffn_bias": cfg.flag("mlp_bias", False)}
 
 
 def uniform(kind: str, core: dict[str, Any]) -> list[str]:
+    """One ``kind`` for each of the ``num_layers`` layers of ``core``."""
     return [kind] * core["num_layers"]
 
 
@@ -153,6 +155,7 @@ def first_dense(cfg: Section, layers: int) -> int:
 
 
 def read_moe(cfg: Section, experts: str, width: str, **extra: Any) -> MoE:
+    """The routed experts: ``experts`` count, ``num_experts_per_tok`` and expert width key ``width``."""
     cfg.require(experts, "num_experts_per_tok", width)
     num = cfg.integer(experts, "experts")
     top_k = cfg.integer("num_experts_per_tok", "experts")

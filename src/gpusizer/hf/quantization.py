@@ -26,6 +26,7 @@ _DTYPES = {
 
 
 def read_dtype(sections: list[Section]) -> str:
+    """Checkpoint dtype from the first section with ``dtype``/``torch_dtype`` (not ``auto``); bf16 when absent."""
     for section in sections:
         for key in ("dtype", "torch_dtype"):
             name = section.text(key)
@@ -46,6 +47,7 @@ def _int_bits(qc: Section) -> tuple[str, str]:
 
 
 def _fp8(qc: Section) -> tuple[str, str]:
+    """FP8 (``fp8``, ``fbgemm_fp8``): every linear layer."""
     return "fp8", "all"
 
 
@@ -85,6 +87,7 @@ _CT_FP4_GROUPS = {16: "nvfp4", 32: "mxfp4"}
 
 
 def _ct_group(group: Section) -> str:
+    """Precision of one compressed-tensors group from its ``weights`` type, bits and group size."""
     weights = group.section("weights")
     if weights is None:
         raise ValueError(f"{group.where} lacks essential keys: weights")
@@ -131,6 +134,7 @@ _QUANT_METHODS: dict[str, Callable[[Section], tuple[str, str]]] = {
 
 
 def read_quantization(sections: list[Section], hf_quant: Section | None) -> tuple[str, str] | None:
+    """(precision, "all" or "experts") from ``quantization_config`` or ``hf_quant_config.json``; None if absent."""
     for section in sections:
         qc = section.section("quantization_config")
         if qc is not None:

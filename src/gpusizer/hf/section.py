@@ -60,6 +60,7 @@ class ConfigAssumptionWarning(UserWarning):
 
 
 def show(value: Any) -> str:
+    """A value for messages: its type and a short repr."""
     return f"{type(value).__name__} {_SHORT.repr(value)}"
 
 
@@ -74,20 +75,25 @@ class Section:
         self.data, self.where, self.notes, self.defaults = data, where, notes, defaults
 
     def raw(self, key: str) -> Any:
+        """The value of ``key``, else its default, else None."""
         return self.data[key] if key in self.data else self.defaults.get(key)
 
     def has(self, key: str) -> bool:
+        """Whether ``key`` has a value (given or defaulted)."""
         return self.raw(key) is not None
 
     def name(self, key: str) -> str:
+        """The dotted name of ``key`` for messages."""
         return f"{self.where}.{key}"
 
     def require(self, *keys: str) -> None:
+        """Raise one ``ValueError`` naming every one of ``keys`` without a value."""
         missing = [key for key in keys if not self.has(key)]
         if missing:
             raise ValueError(f"{self.where} lacks essential keys: {', '.join(missing)}")
 
     def integer(self, key: str, limit: str, *, default: Any = _MISSING, low: int = 1) -> Any:
+        """The integer ``key`` in ``[low, LIMITS[limit]]``; ``default`` when absent, else an error."""
         value = self.raw(key)
         if value is None:
             if default is _MISSING:
@@ -102,9 +108,11 @@ class Section:
         return value
 
     def opt(self, key: str, limit: str, *, low: int = 1) -> int | None:
+        """The integer ``key``, or None when absent."""
         return self.integer(key, limit, default=None, low=low)  # type: ignore[no-any-return]
 
     def flag(self, key: str, default: bool) -> bool:
+        """The boolean ``key``, ``default`` when absent."""
         value = self.raw(key)
         if value is None:
             return default
@@ -113,6 +121,7 @@ class Section:
         return value
 
     def text(self, key: str, default: str | None = None) -> str | None:
+        """The short string ``key``, ``default`` when absent."""
         value = self.raw(key)
         if value is None:
             return default
@@ -121,6 +130,7 @@ class Section:
         return value
 
     def items(self, key: str, limit: int) -> list[Any] | None:
+        """The list ``key`` of at most ``limit`` entries, or None when absent."""
         value = self.raw(key)
         if value is None:
             return None
@@ -131,6 +141,7 @@ class Section:
         return list(value)
 
     def section(self, key: str, defaults: Mapping[str, Any] = {}) -> Section | None:
+        """The object ``key`` as a ``Section`` sharing these notes, or None when absent."""
         value = self.raw(key)
         if value is None:
             return None
@@ -140,6 +151,7 @@ class Section:
 
 
 def _reject_constant(name: str) -> Any:
+    """Refuse NaN and Infinity, which JSON does not allow."""
     raise ValueError(f"JSON constant {name} is not a number")
 
 
@@ -166,6 +178,7 @@ def read_json(path: Path, limit: int = MAX_CONFIG_BYTES) -> Any:
 
 
 def json_object(value: Any, where: str) -> Mapping[str, Any]:
+    """``value`` when it is a JSON object; else ``ValueError`` naming ``where``."""
     if not isinstance(value, Mapping):
         raise ValueError(f"{where} must hold a JSON object, got {show(value)}")
     return value

@@ -15,6 +15,7 @@ __all__ = ["WRAPPERS", "llama4_vision", "pixtral", "siglip"]
 
 
 def _vit(vision: Section, *, class_token: bool, projector: int) -> Vision:
+    """A ViT tower from the standard vision keys, with the projector parameter count given."""
     vision.require("hidden_size", "num_hidden_layers", "intermediate_size", "patch_size", "image_size")
     patch, image = vision.integer("patch_size", "small"), vision.integer("image_size", "head_dim")
     if patch > image:
