@@ -43,14 +43,10 @@ LIMITS: dict[str, int] = {
 #: Largest file read: config.json and hf_quant_config.json. [B]
 MAX_CONFIG_BYTES = 16 * 2**20
 
-
 #: Largest safetensors index read: it names every tensor, tens of thousands in large MoE checkpoints. [B]
 MAX_INDEX_BYTES = 64 * 2**20
 
-
 _MISSING: Any = object()
-
-
 _SHORT = reprlib.Repr()
 _SHORT.maxstring, _SHORT.maxother = 40, 40
 
