@@ -224,7 +224,6 @@ def glm4_moe(cfg: Section) -> Fields:
 
 
 _NEMOTRON_BLOCKS = {"M": ("mamba", "none"), "*": ("full", "none"), "E": ("none", "moe"), "-": ("none", "dense")}
-
 _SSM_BYTES = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0}
 
 

@@ -81,7 +81,6 @@ def modelopt(qc: Section) -> tuple[str, str]:
 
 
 _CT_TYPES = {("float", 8): "fp8", ("int", 8): "int8", ("int", 4): "int4"}
-
 _CT_FP4_GROUPS = {16: "nvfp4", 32: "mxfp4"}
 
 
