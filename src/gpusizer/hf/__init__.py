@@ -42,8 +42,8 @@ sizes above ``LIMITS`` are rejected with a message naming the key. No list longe
 rejected, so parameter counts stay far inside the int64 range. Nothing in the folder is
 imported or executed (``auto_map`` and ``trust_remote_code`` are ignored); there is no network access.
 
-Modules
--------
+Package layout
+--------------
 ``section`` (bounded JSON reading, ``Section``), ``patterns`` (pieces the readers share), ``dense`` and
 ``moe`` (one reader per architecture), ``model_types`` (the table of readers and transformers
 defaults, the generic reader), ``vision`` (towers of multimodal wrappers), ``quantization``
