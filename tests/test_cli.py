@@ -63,7 +63,7 @@ def test_bad_numbers_are_argument_errors(flag, capsys):
 
 def test_fit_accepts_a_checkpoint_folder(tmp_path, capsys):
     # the catalogue's reference config of Llama 3.1 8B, as a user's folder
-    source = json.loads((Path(__file__).parent / "data" / "model-configs" / "llama-3.1-8b.json").read_text())
+    source = json.loads((Path(__file__).parents[1] / "data" / "model-configs" / "llama-3.1-8b.json").read_text())
     (tmp_path / "config.json").write_text(json.dumps(source["config"]))
     assert main(["fit", str(tmp_path), "h100", "--json"]) == 0
     from_folder = json.loads(capsys.readouterr().out)

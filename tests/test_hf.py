@@ -1,6 +1,6 @@
 """Tests of the Hugging Face config importer (``gpusizer.hf``) and of the catalogue built with it.
 
-Reference configs: ``tests/data/model-configs/*.json`` (one per model, each citing its sources); the
+Reference configs: ``data/model-configs/*.json`` (one per model, each citing its sources); the
 spot-check values below were read by hand from those files.
 """
 
@@ -31,7 +31,7 @@ from gpusizer.hf import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-REFERENCE = Path(__file__).parent / "data" / "model-configs"
+REFERENCE = ROOT / "data" / "model-configs"
 REFS: dict[str, dict[str, Any]] = {
     path.stem: json.loads(path.read_text(encoding="utf-8")) for path in sorted(REFERENCE.glob("*.json"))
 }
@@ -52,7 +52,7 @@ def catalogue() -> dict[str, Model]:
 
 
 def llama(**changes: Any) -> dict[str, Any]:
-    """Llama-3.1-8B's config (tests/data/model-configs/llama-3.1-8b.json) with ``changes``."""
+    """Llama-3.1-8B's config (data/model-configs/llama-3.1-8b.json) with ``changes``."""
     config = copy.deepcopy(REFS["llama-3.1-8b"]["config"])
     config.update(changes)
     return {key: value for key, value in config.items() if value is not ...}

@@ -1,0 +1,153 @@
+"""Checkpoint precision: ``torch_dtype``/``dtype`` and the ``quantization_config`` methods.
+
+Methods: fp8 (and fbgemm_fp8), AWQ/GPTQ integer bits, MXFP4 (experts only), NVIDIA ModelOpt
+(``quant_algo``, also from ``hf_quant_config.json``) and compressed-tensors (``config_groups``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gpusizer.hf.section import Section, show
+
+__all__ = ["modelopt", "quantization_methods", "read_dtype", "read_quantization"]
+
+
+_DTYPES = {
+    "bfloat16": "bf16",
+    "float16": "fp16",
+    "float32": "fp32",
+    "bf16": "bf16",
+    "fp16": "fp16",
+    "fp32": "fp32",
+    "half": "fp16",
+    "float": "fp32",
+}
+
+
+def read_dtype(sections: list[Section]) -> str:
+    """Checkpoint dtype from the first section with ``dtype``/``torch_dtype`` (not ``auto``); bf16 when absent."""
+    for section in sections:
+        for key in ("dtype", "torch_dtype"):
+            name = section.text(key)
+            if name is not None and name != "auto":
+                if name not in _DTYPES:
+                    raise ValueError(f"{section.name(key)}: unknown dtype {name!r}; known: {', '.join(_DTYPES)}")
+                return _DTYPES[name]
+    return "bf16"
+
+
+def _int_bits(qc: Section) -> tuple[str, str]:
+    """AWQ / GPTQ: 4- or 8-bit integer weights (``bits``, AutoAWQ's ``w_bit``)."""
+    bits = qc.integer("bits" if qc.has("bits") else "w_bit", "small")
+    table = {4: "int4", 8: "int8"}
+    if bits not in table:
+        raise ValueError(f"{qc.where}: {bits}-bit integer weights are not supported; known: 4, 8")
+    return table[bits], "all"
+
+
+def _fp8(qc: Section) -> tuple[str, str]:
+    """FP8 (``fp8``, ``fbgemm_fp8``): every linear layer."""
+    return "fp8", "all"
+
+
+def _mxfp4(qc: Section) -> tuple[str, str]:
+    """MXFP4 (gpt-oss): transformers quantizes the MoE experts only; attention, router, embeddings stay 16-bit."""
+    return "mxfp4", "experts"
+
+
+_MODELOPT_ALGOS = {
+    "FP8": "fp8",
+    "FP8_BLOCK_SCALES": "fp8",
+    "FP8_PER_CHANNEL_PER_TOKEN": "fp8",
+    "NVFP4": "nvfp4",
+    "W4A16_AWQ": "int4",
+    "W4A8_AWQ": "int4",
+    "W8A8_SQ_PER_CHANNEL": "int8",
+    "MXFP4": "mxfp4",
+}
+
+
+def modelopt(qc: Section) -> tuple[str, str]:
+    """NVIDIA ModelOpt: ``quant_algo`` at the top or under ``quantization`` (hf_quant_config.json)."""
+    inner = qc.section("quantization")
+    source = inner if inner is not None and inner.has("quant_algo") else qc
+    algo = source.text("quant_algo")
+    if algo not in _MODELOPT_ALGOS:
+        raise ValueError(
+            f"{source.name('quant_algo')}: unknown ModelOpt algorithm {algo!r}; known: {', '.join(_MODELOPT_ALGOS)}"
+        )
+    return _MODELOPT_ALGOS[algo], "all"
+
+
+_CT_TYPES = {("float", 8): "fp8", ("int", 8): "int8", ("int", 4): "int4"}
+_CT_FP4_GROUPS = {16: "nvfp4", 32: "mxfp4"}
+
+
+def _ct_group(group: Section) -> str:
+    """Precision of one compressed-tensors group from its ``weights`` type, bits and group size."""
+    weights = group.section("weights")
+    if weights is None:
+        raise ValueError(f"{group.where} lacks essential keys: weights")
+    kind, bits = weights.text("type") or "int", weights.integer("num_bits", "small")
+    if (kind, bits) == ("float", 4):
+        size = weights.opt("group_size", "small")
+        if size not in _CT_FP4_GROUPS:
+            raise ValueError(f"{weights.where}: 4-bit float weights need group_size 16 (nvfp4) or 32 (mxfp4)")
+        return _CT_FP4_GROUPS[size]
+    if (kind, bits) not in _CT_TYPES:
+        known = ", ".join(f"{k} {b}-bit" for k, b in (*_CT_TYPES, ("float", 4)))
+        raise ValueError(f"{weights.where}: {kind} {bits}-bit weights are not supported; known: {known}")
+    return _CT_TYPES[(kind, bits)]
+
+
+def _compressed_tensors(qc: Section) -> tuple[str, str]:
+    """compressed-tensors (llm-compressor): each of ``config_groups`` gives its weights' type and bits."""
+    groups = qc.section("config_groups")
+    if groups is None or not groups.data:
+        raise ValueError(f"{qc.where} lacks essential keys: config_groups")
+    if len(groups.data) > 64:
+        raise ValueError(f"{groups.where} has more than 64 groups")
+    found = []
+    for name in groups.data:
+        group = groups.section(name) if isinstance(name, str) else None
+        if group is None:
+            raise ValueError(f"{groups.where}: group {show(name)} must be an object")
+        found.append(_ct_group(group))
+    if len(set(found)) > 1:
+        qc.notes.append(f"compressed-tensors groups use {', '.join(found)}: weights taken as {found[0]} (first group)")
+    return found[0], "all"
+
+
+#: Reader of each ``quant_method``: returns the precision and whether it covers all linear layers or experts only.
+_QUANT_METHODS: dict[str, Callable[[Section], tuple[str, str]]] = {
+    "fp8": _fp8,
+    "fbgemm_fp8": _fp8,
+    "awq": _int_bits,
+    "gptq": _int_bits,
+    "mxfp4": _mxfp4,
+    "modelopt": modelopt,
+    "compressed-tensors": _compressed_tensors,
+}
+
+
+def read_quantization(sections: list[Section], hf_quant: Section | None) -> tuple[str, str] | None:
+    """(precision, "all" or "experts") from ``quantization_config`` or ``hf_quant_config.json``; None if absent."""
+    for section in sections:
+        qc = section.section("quantization_config")
+        if qc is not None:
+            method = qc.text("quant_method")
+            if method is None or method.lower() not in _QUANT_METHODS:
+                raise ValueError(
+                    f"{qc.name('quant_method')}: unknown quantization method {method!r}; "
+                    f"known: {', '.join(_QUANT_METHODS)}"
+                )
+            return _QUANT_METHODS[method.lower()](qc)
+    if hf_quant is not None:
+        return modelopt(hf_quant)
+    return None
+
+
+def quantization_methods() -> tuple[str, ...]:
+    """Every ``quantization_config.quant_method`` understood."""
+    return tuple(_QUANT_METHODS)

@@ -1,0 +1,68 @@
+"""Vision towers of multimodal wrappers (Gemma 3 SigLIP, Llama 4, Mistral 3 Pixtral) as ``Vision`` records.
+
+``WRAPPERS`` maps a wrapper ``model_type`` to its text ``model_type`` and its vision reader; the
+projector parameter counts are given in each reader's docstring and in ``gpusizer.hf``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gpusizer.catalog import Vision
+from gpusizer.hf.section import Section
+
+__all__ = ["WRAPPERS", "llama4_vision", "pixtral", "siglip"]
+
+
+def _vit(vision: Section, *, class_token: bool, projector: int) -> Vision:
+    """A ViT tower from the standard vision keys, with the projector parameter count given."""
+    vision.require("hidden_size", "num_hidden_layers", "intermediate_size", "patch_size", "image_size")
+    patch, image = vision.integer("patch_size", "small"), vision.integer("image_size", "head_dim")
+    if patch > image:
+        raise ValueError(f"{vision.name('patch_size')} = {patch} exceeds image_size = {image}")
+    return Vision(
+        hidden_size=vision.integer("hidden_size", "hidden"),
+        num_layers=vision.integer("num_hidden_layers", "layers"),
+        intermediate_size=vision.integer("intermediate_size", "ffn"),
+        patch_size=patch,
+        image_size=image,
+        num_channels=vision.integer("num_channels", "small", default=3),
+        class_token=class_token,
+        projector_params=projector,
+    )
+
+
+def siglip(vision: Section, top: Section, text_hidden: int) -> Vision:
+    """Gemma 3: SigLIP; projector = mm_input_projection (w x d) + mm_soft_emb_norm (w)."""
+    width = vision.integer("hidden_size", "hidden")
+    return _vit(vision, class_token=False, projector=width * text_hidden + width)
+
+
+def llama4_vision(vision: Section, top: Section, text_hidden: int) -> Vision:
+    """Llama 4: adapter fc1 (f x p_in) + fc2 (p_out x p_out) + projector (v_out x d), no biases."""
+    vision.require("intermediate_size", "projector_input_dim", "projector_output_dim", "vision_output_dim")
+    inner = vision.integer("intermediate_size", "ffn")
+    p_in, p_out = vision.integer("projector_input_dim", "ffn"), vision.integer("projector_output_dim", "ffn")
+    projector = inner * p_in + p_out * p_out + vision.integer("vision_output_dim", "ffn") * text_hidden
+    return _vit(vision, class_token=True, projector=projector)
+
+
+def pixtral(vision: Section, top: Section, text_hidden: int) -> Vision:
+    """Mistral 3: RMSNorm (w) + patch merger (w s^2 x w) + linear_1 (w x d) + linear_2 (d x d)."""
+    width = vision.integer("hidden_size", "hidden")
+    merge = top.integer("spatial_merge_size", "small", default=2)
+    bias = top.flag("multimodal_projector_bias", False)
+    projector = width + width * merge**2 * width + (width + bias) * text_hidden + (text_hidden + bias) * text_hidden
+    top.notes.append(
+        "Pixtral vision tower counted as a ViT (plain GELU MLP, LayerNorm); it uses a gated MLP "
+        "and RMSNorm, about a quarter more parameters"
+    )
+    return _vit(vision, class_token=False, projector=projector)
+
+
+#: Multimodal wrappers: text model_type and vision reader.
+WRAPPERS: dict[str, tuple[str, Callable[[Section, Section, int], Vision]]] = {
+    "gemma3": ("gemma3_text", siglip),
+    "llama4": ("llama4_text", llama4_vision),
+    "mistral3": ("mistral", pixtral),
+}
