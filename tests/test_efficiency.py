@@ -92,6 +92,10 @@ def test_toml_round_trip(tmp_path):
             assert getattr(b, f.name) == getattr(a, f.name)
     assert again.engines.keys() == table.engines.keys() and again.bands.keys() == table.bands.keys()
     assert tomllib.loads(path.read_text()) == tomllib.loads(datafiles.bundled("efficiency.toml").read_text())
+    fitted = efficiency.with_constants(table, {("group", "vllm/hbm/16bit", "bandwidth"): 1 / 3,
+                                               ("engine", "vllm", "layer_seconds"): 1.2345678901234e-05})
+    path.write_text(calibration.table_to_toml(fitted))
+    assert efficiency.load(path) == fitted  # a fitted table keeps every digit (the old writer kept 6)
 
 
 def test_toml_writer_keeps_every_digit():

@@ -80,7 +80,7 @@ class Calibrated(Protocol):
     def base(self) -> str: ...
 
 
-def scope(calibration: Calibrated, engine: str, gpu_class: str) -> Scope | None:
+def _scope(calibration: Calibrated, engine: str, gpu_class: str) -> Scope | None:
     """The calibration's scope for ``engine`` (aliases accepted) on ``gpu_class``, None if it has none."""
     name = engine_class(engine)
     return next((s for s in calibration.scopes if s.engine == name and s.gpu_class == gpu_class), None)
@@ -131,8 +131,14 @@ def calibrated_table(table: Table, calibration: Calibrated | None, engine: str, 
         ``table`` with the scope's constants (``with_constants``) and bands (a band the scope has too
         few rows for keeps the table's), its entries marked with the rows that informed them, and
         the calibration's provenance as ``fit``; ``table`` itself outside the calibration's scopes.
+
+    Examples
+    --------
+    >>> from gpusizer.efficiency import bundled
+    >>> calibrated_table(bundled(), None, "vllm", "hbm") is bundled()
+    True
     """
-    found = None if calibration is None else scope(calibration, engine, gpu_class)
+    found = None if calibration is None else _scope(calibration, engine, gpu_class)
     if found is None or calibration is None:
         return table
     values: dict[tuple[str, str, str], float] = {(p.kind, p.entry, p.name): p.value for p in found.parameters}
