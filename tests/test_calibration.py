@@ -1,6 +1,9 @@
 """User calibration: better out-of-sample errors on the shared file, exact on the model's own predictions,
 never worse for an added row, saved and loaded losslessly, and used by estimate and the command line."""
 
+import subprocess
+import sys
+import tomllib
 import warnings
 from pathlib import Path
 
@@ -53,6 +56,31 @@ def test_round_trip_toml_and_json(shared, tmp_path):
         assert calibration.load(path) == shared
     assert calibration.from_toml(calibration.to_toml(shared)) == shared
     assert (tmp_path / "cal.toml").read_text().startswith("# gpusizer calibration")
+
+
+def test_toml_keeps_every_digit_of_a_calibration(shared):
+    # the file is what tomllib reads back: every float to its last digit, nothing but the empty fields left out
+    def pruned(value):
+        if isinstance(value, dict):
+            return {k: pruned(v) for k, v in value.items() if v is not None and v not in ((), [], {})}
+        return [pruned(v) for v in value] if isinstance(value, list | tuple) else value
+
+    assert tomllib.loads(calibration.to_toml(shared)) == pruned(shared.model_dump())
+    assert any(p.value != float(f"{p.value:.6g}") for s in shared.scopes for p in s.parameters)
+
+
+def test_estimate_applies_a_calibration_without_the_fitting():
+    # estimate reads a calibration through the efficiency layer: neither the fitting nor the readers load
+    code = ("import sys, gpusizer.estimator\n"
+            "print(sorted(m for m in sys.modules if 'calibration' in m or 'readers' in m))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
+
+
+def test_efficiency_table_is_the_efficiency_layers_calibrated_table(shared):
+    table = calibration.efficiency_table(shared, "llama.cpp", "rtx-4090")
+    assert table == efficiency.calibrated_table(efficiency.bundled(), shared, "llama.cpp", "gddr")
+    assert table.fit["scope"] == "llama.cpp/gddr" and table.fit["base"] == shared.base
 
 
 def test_band_comes_from_the_calibrated_residuals(shared):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpusizer import efficiency, performance
+from gpusizer import calibration, datafiles, efficiency, performance
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -84,13 +84,26 @@ def test_classes():
 def test_toml_round_trip(tmp_path):
     table = efficiency.bundled()
     path = tmp_path / "efficiency.toml"
-    path.write_text(efficiency.to_toml(table, "header"))
+    path.write_text(calibration.table_to_toml(table, "header"))
     again = efficiency.load(path)
+    assert again == table  # every entry, every digit (a table compares by value)
     for a, b in zip(table.groups, again.groups, strict=True):
         for f in dataclasses.fields(a):
-            value = getattr(a, f.name)
-            assert getattr(b, f.name) == (pytest.approx(value, rel=1e-5) if isinstance(value, float) else value)
+            assert getattr(b, f.name) == getattr(a, f.name)
     assert again.engines.keys() == table.engines.keys() and again.bands.keys() == table.bands.keys()
+    assert tomllib.loads(path.read_text()) == tomllib.loads(datafiles.bundled("efficiency.toml").read_text())
+    fitted = efficiency.with_constants(table, {("group", "vllm/hbm/16bit", "bandwidth"): 1 / 3,
+                                               ("engine", "vllm", "layer_seconds"): 1.2345678901234e-05})
+    path.write_text(calibration.table_to_toml(fitted))
+    assert efficiency.load(path) == fitted  # a fitted table keeps every digit (the old writer kept 6)
+
+
+def test_toml_writer_keeps_every_digit():
+    data = {"a": 0.1 + 0.2, "b": 1 / 3, "tiny": 5e-324, "big": 1.7976931348623157e308, "n": 2**60,
+            "inf": float("inf"), "text": 'q"uo\\te\nline\x7f', "fit": {"inline": {"x": 2 / 3}, "list": [1.0, 2]},
+            "row": [{"id": "m1", "prior": {"k": 1e-05}}, {"id": "m2", "rows": ["x", "y"]}]}
+    assert tomllib.loads(calibration.dumps(data, "a header")) == data
+    assert calibration.toml.toml_value(0.1 + 0.2) == "0.30000000000000004"
 
 
 def test_fit_reproduces_the_shipped_constants():
@@ -114,7 +127,7 @@ def test_fit_moves_constants_towards_data_and_stays_in_bounds():
     priors = tool.priors()
     cases = [c for c in tool.cases("fit") if c.engine == "mlc"]
     slower = [dataclasses.replace(c, value=performance.predict(c, priors) * 0.8) for c in cases]
-    result = efficiency.fit(slower, priors, performance.keys, performance.predict)
+    result = calibration.fit(slower, priors, performance.keys, performance.predict)
     errors = [result.predictions[c.id] / c.value - 1 for c in slower]
     assert max(abs(e) for e in errors) < 0.12
     for g in result.table.groups:

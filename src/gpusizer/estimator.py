@@ -19,7 +19,7 @@ from gpusizer import architecture, catalog, efficiency, engines, memory, paralle
 from gpusizer.checks import cache_by_identity, integer_array, plain, scalar_or_array
 from gpusizer.numeric import number
 
-if TYPE_CHECKING:  # imported when used: it brings the benchmark readers, which `gpusizer fit` never needs
+if TYPE_CHECKING:  # for the annotation only: estimate applies a calibration through efficiency.calibrated_table
     from gpusizer import calibration as _calibration
 
 __all__ = ["Estimate", "MemoryBreakdown", "ParallelBreakdown", "estimate", "resolve_target"]
@@ -267,10 +267,9 @@ def _systems() -> dict[str, catalog.System]:
 
 @cache_by_identity  # one table per calibration, engine and GPU: the speed caches key on the table's identity
 def _calibrated(calibration: _calibration.Calibration, engine: str, device: catalog.GPU) -> Any:
-    """The efficiency table a calibration gives ``engine`` on ``device`` (``calibration.efficiency_table``)."""
-    from gpusizer import calibration as calibrations
-
-    return calibrations.efficiency_table(calibration, engine, device)
+    """The efficiency table a calibration gives ``engine`` on ``device`` (``efficiency.calibrated_table``)."""
+    gpu_class = efficiency.gpu_class(device.memory_type)
+    return efficiency.calibrated_table(efficiency.bundled(), calibration, engine, gpu_class)
 
 
 def _scale_out(system: catalog.System | None) -> float | None:

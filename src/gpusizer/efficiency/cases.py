@@ -1,0 +1,138 @@
+"""Calibration cases: one public measurement mapped onto catalogue ids, the record the speed model's
+``predict`` and ``keys`` read, and the reader of the bundled measurement and mapping files.
+
+They live here, below the speed model, because ``performance.predict(case, table)`` and the
+benchmark readers take a ``Case``; the fitting itself is ``gpusizer.calibration``.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpusizer import datafiles
+
+Keys = tuple[str, str, str, str]
+"""(engine, gpu_class, family, fabric) of a case."""
+
+@dataclass(frozen=True)
+class Case:
+    """One public measurement, mapped onto catalogue ids, with what gpusizer predicts it from."""
+
+    id: str
+    metric: str
+    """``decode`` (per-user tok/s), ``decode_aggregate`` (all users, tok/s), ``prefill`` (prompt
+    tok/s), ``ttft`` (s) or ``static_batch`` (output tok/s of a static batch, per GPU)."""
+    value: float
+    """Measured value in base units (tok/s or s)."""
+    model: str
+    gpu: str
+    gpus: int
+    split: str
+    """``tensor`` or ``layer`` (llama.cpp's default multi-GPU split: sequential stages)."""
+    engine: str
+    weights: str
+    kv_cache: str | None
+    prompt: int
+    output: int
+    batch: int
+    use: str
+    """``fit`` (used by the fit), ``holdout`` (checked only) or ``exclude``."""
+    reason: str = ""
+    source: str = ""
+    label: str = ""
+    """The row's own wording (GPU, model, precision, engine) for the report."""
+
+    @property
+    def regime(self) -> str:
+        """``metric, batch, parallelism``: the grouping of bands and error statistics."""
+        names = {"decode": "decode", "decode_aggregate": "decode", "static_batch": "batched decode",
+                 "prefill": "prefill", "ttft": "prefill"}
+        parts = [names.get(self.metric, self.metric)]
+        if self.metric in ("decode", "decode_aggregate"):
+            parts.append("batch 1" if self.batch == 1 else "batch > 1")
+        if self.gpus > 1:
+            parts.append("layer split" if self.split == "layer" else "tensor parallel")
+        return ", ".join(parts)
+
+
+_METRICS = {
+    "decode_tok_s_single_stream": "decode",
+    "prefill_tok_s": "prefill",
+    "ttft_ms_median": "ttft",
+    "output_tok_s_aggregate": "static_batch",
+    "decode_tok_s_aggregate": "decode_aggregate",
+}
+
+
+def _number(text: str, default: int = 0) -> int:
+    text = (text or "").strip()
+    return int(float(text)) if text else default
+
+
+def _value(metric: str, value: str, unit: str, gpus: int) -> float:
+    number = float(value)
+    if metric.startswith("ttft_ms"):
+        return number / 1000.0
+    if "per GPU" in unit or metric != "output_tok_s_aggregate":
+        return number
+    return number / gpus
+
+
+def load_cases(measurements: str | Path | None = None, mapping: str | Path | None = None) -> list[Case]:
+    """Join the measurements with their mapping onto catalogue ids.
+
+    Parameters
+    ----------
+    measurements : path, optional
+        CSV in the calibration format (default: the bundled ``calibration/measurements.csv``).
+    mapping : path, optional
+        CSV with ``id, use, model, gpu, engine, weights, kv_cache, split, reason`` (default: the
+        bundled ``calibration/mapping.csv``). A row without a mapping is reported as excluded.
+
+    Returns
+    -------
+    list of Case
+        In file order; excluded rows carry their reason.
+    """
+    rows = _csv(measurements, "calibration/measurements.csv")
+    maps = {m["id"]: m for m in _csv(mapping, "calibration/mapping.csv")}
+    cases = []
+    for row in rows:
+        m = maps.get(row["id"], {"use": "exclude", "reason": "no mapping row"})
+        gpus = _number(row.get("gpu_count", ""), 1)
+        metric = _METRICS.get(row["metric"], row["metric"])
+        use = m.get("use", "exclude")
+        reason = m.get("reason", "")
+        if use != "exclude" and row["metric"] not in _METRICS:
+            use, reason = "exclude", f"metric {row['metric']} not predicted"
+        cases.append(
+            Case(
+                id=row["id"],
+                metric=metric,
+                value=_value(row["metric"], row["value"], row.get("unit", ""), gpus),
+                model=m.get("model", ""),
+                gpu=m.get("gpu", ""),
+                gpus=gpus,
+                split=m.get("split") or "tensor",
+                engine=m.get("engine", ""),
+                weights=m.get("weights", ""),
+                kv_cache=m.get("kv_cache") or None,
+                prompt=_number(row.get("input_len", "")),
+                output=_number(row.get("output_len", "")),
+                batch=_number(row.get("concurrency_or_batch", ""), 1),
+                use=use,
+                reason=reason,
+                source=row.get("source", ""),
+                label=f"{row['gpu']} x{row.get('gpu_count') or '?'}; {row['model']}; "
+                f"{row['weight_precision'] or '?'}; {row['engine'] or '?'}",
+            )
+        )
+    return cases
+
+
+def _csv(path: str | Path | None, name: str) -> list[dict[str, str]]:
+    source = datafiles.bundled(name) if path is None else Path(path)
+    text = source.read_text(encoding="utf-8")
+    return [dict(r) for r in csv.DictReader(line for line in text.splitlines() if not line.startswith("#"))]
