@@ -299,11 +299,11 @@ def test_unknown_system_raises():
 def test_every_name_and_alias_is_unique(gpus, systems):
     owner: dict[str, str] = {}
     for record in gpus.values():
-        for name in {catalog._normalise(n) for n in (record.id, record.name, *record.aliases)}:
+        for name in {catalog.normalise(n) for n in (record.id, record.name, *record.aliases)}:
             assert name not in owner, f"{name!r} names both {owner[name]} and {record.id}"
             owner[name] = record.id
     for record in systems.values():
-        assert catalog._normalise(record.id) not in owner, record.id
+        assert catalog.normalise(record.id) not in owner, record.id
 
 
 def test_every_alias_resolves_to_its_own_record(gpus):
