@@ -18,8 +18,7 @@ from typing import Any
 from gpusizer import architecture, catalog, engines, precision, units
 from gpusizer.estimator import Estimate, estimate
 
-GB = 1e9
-GiB = 2.0**30
+GB, GiB = units.GB, units.GiB
 
 
 def _tokens(text: str) -> int:

@@ -7,11 +7,10 @@ from typing import Any
 
 import numpy as np
 
+from gpusizer.units import GB, PREFIXES
+
 #: Bytes in one unit of each size unit shown. [B]
-BYTE_UNITS = {
-    "B": 1.0, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12,
-    "KiB": 2.0**10, "MiB": 2.0**20, "GiB": 2.0**30, "TiB": 2.0**40,
-}
+BYTE_UNITS = {f"{prefix}B": PREFIXES[prefix] for prefix in ("", "k", "M", "G", "T", "Ki", "Mi", "Gi", "Ti")}
 MISSING = "-"
 
 
@@ -108,7 +107,7 @@ def format_bandwidth(value: Any) -> str:
     if is_missing(value):
         return MISSING
     if value < 1e12:
-        return f"{format_number(value / 1e9)} GB/s"
+        return f"{format_number(value / GB)} GB/s"
     return f"{format_number(value / 1e12)} TB/s"
 
 
