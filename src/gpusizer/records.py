@@ -1,8 +1,9 @@
 """Catalogue records: frozen, validated data of accelerators, systems and model architectures.
 
-Records hold data only: no algorithm, no importer, no presentation. Quantities are written in the
-files as text with an explicit prefix (``"80 GB"`` is 80e9 bytes, ``"79.65 GiB"`` is 79.65 * 2**30)
-and become base-unit floats when a record is validated. Parameter totals are
+Records hold data only: no importer, no presentation, no formula beyond expanding what is stored
+(``Model.layers`` repeats the layer pattern, ``GPU.capacity`` picks the usable memory). Quantities
+are written in the files as text with an explicit prefix (``"80 GB"`` is 80e9 bytes, ``"79.65 GiB"``
+is 79.65 * 2**30) and become base-unit floats when a record is validated. Parameter totals are
 ``gpusizer.architecture.parameter_counts(model)``; a record from a Hugging Face config is
 ``gpusizer.hf.from_hf_config(...)``; ``repr``, ``str`` and the notebook HTML come from the renderers
 ``gpusizer.display`` registers in ``gpusizer.presentation``. Loading and lookup (``gpu("h200")``) are
