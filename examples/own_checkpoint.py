@@ -37,10 +37,10 @@ folder.mkdir()
 (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 5_547_073_024}}))
 
 # %% Import and check the architecture against the catalogue's Qwen2.5-7B
-record = gpusizer.Model.from_hf_config(folder)
+record = hf.from_hf_config(folder)
 counts = architecture.parameter_counts(record)
-print(f"{record.id}: {record.params_total / 1e9:.2f}B parameters, weights {record.weights}")
-assert record.params_total == gpusizer.model("qwen2.5-7b").params_total  # same shape as the base model
+print(f"{record.id}: {counts.total / 1e9:.2f}B parameters, weights {record.weights}")
+assert counts.total == architecture.parameter_counts(gpusizer.model("qwen2.5-7b")).total  # same shape as the base model
 assert record.weights == "int4"
 
 # %% Stored bytes: computed from the architecture, beside what the index says

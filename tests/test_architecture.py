@@ -61,7 +61,7 @@ def test_at_least_45_models_and_every_one_has_a_published_figure_or_says_why():
 
 def test_llama2_7b_is_6_74b():
     # 32 x (4 x 4096^2 + 3 x 4096 x 11008) + 65 x 4096 norms + 2 x 32000 x 4096 = 6,738,415,616
-    assert gpusizer.model("llama-2-7b").params_total == 6_738_415_616
+    assert architecture.parameter_counts(gpusizer.model("llama-2-7b")).total == 6_738_415_616
 
 
 def test_gpt_oss_120b_matches_the_model_card_table():

@@ -299,14 +299,32 @@ def test_unknown_system_raises():
 def test_every_name_and_alias_is_unique(gpus, systems):
     owner: dict[str, str] = {}
     for record in gpus.values():
-        for name in {catalog._normalise(n) for n in (record.id, record.name, *record.aliases)}:
+        for name in {catalog.normalise(n) for n in (record.id, record.name, *record.aliases)}:
             assert name not in owner, f"{name!r} names both {owner[name]} and {record.id}"
             owner[name] = record.id
     for record in systems.values():
-        assert catalog._normalise(record.id) not in owner, record.id
+        assert catalog.normalise(record.id) not in owner, record.id
 
 
 def test_every_alias_resolves_to_its_own_record(gpus):
     for record in gpus.values():
         for name in (record.id, record.name, *record.aliases):
             assert gpusizer.gpu(name).id == record.id
+
+
+def test_every_bundled_record_validates_and_is_reachable():
+    # every table of the bundled files becomes a validated, frozen record that the lookups return
+    import tomllib
+
+    from gpusizer import datafiles, records
+
+    for name, kinds in (("gpus.toml", ("gpu", "system")), ("models.toml", ("model",))):
+        raw = tomllib.loads(datafiles.read_text(datafiles.bundled(name)))
+        for kind in kinds:
+            cls = {"gpu": records.GPU, "system": records.System, "model": records.Model}[kind]
+            reachable = {"gpu": catalog.gpus, "system": catalog.systems, "model": catalog.models}[kind]()
+            assert [r.id for r in reachable] == [t["id"] for t in raw[kind]], kind
+            for table, record in zip(raw[kind], reachable, strict=True):
+                assert isinstance(record, cls)
+                assert cls.model_validate(table) == record
+                assert getattr(catalog, kind)(record.id) is record

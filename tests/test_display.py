@@ -1,13 +1,17 @@
 """Rich display: units on every figure, readable repr/str, well-formed HTML, tables, progress, CLI help."""
 
 import io
+import os
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import gpusizer
-from gpusizer import cli, display
+from gpusizer import catalog, cli, display, presentation, records
 
 FLAGSHIP = dict(weights="fp8", kv_cache="fp8", context=32768)
 
@@ -186,3 +190,44 @@ def test_shortlist_is_a_ranked_table_with_the_dropped_folded():
     assert "cost [$/Mtok]" in text and "TTFT [ms]" in text and "250" in text and "1 dropped" in text
     root = well_formed(display.shortlist_html(shortlist))
     assert "does not fit: <weights>" in "".join(root.itertext())
+
+
+def test_records_show_the_same_text_without_importing_display():
+    # the renderers are registered by gpusizer.display; `import gpusizer` imports it on the first repr
+    code = (
+        "import sys, gpusizer\n"
+        "g = gpusizer.gpu('h200')\n"
+        "assert 'gpusizer.display' not in sys.modules\n"
+        "print(repr(g)); print(str(gpusizer.model('llama-3.1-70b')).splitlines()[0])\n"
+        "print(repr(gpusizer.estimate('llama-3.1-8b', 'h100')))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(gpusizer.__file__).parents[1]), "GPUSIZER_CACHE_DIR": ""}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    expected = [
+        repr(gpusizer.gpu("h200")),
+        str(gpusizer.model("llama-3.1-70b")).splitlines()[0],
+        repr(gpusizer.estimate("llama-3.1-8b", "h100")),
+    ]
+    assert out.splitlines() == expected
+    assert expected[0] == "<GPU h200-sxm: H200 SXM, 141.00 GB, 4.80 TB/s, 990 TFLOP/s bf16>"
+
+
+def test_an_unregistered_class_keeps_its_plain_repr():
+    class Plain(presentation.Presented):
+        pass
+
+    shown = repr(Plain())
+    assert shown.startswith("<") and "Plain object at" in shown
+    assert Plain()._repr_html_() is None
+
+
+def test_records_import_neither_display_nor_hf_nor_architecture():
+    import ast
+
+    for module in (records, catalog):
+        tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+        names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        names |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        names |= {f"{n.module}.{a.name}" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names}
+        assert not {"gpusizer.display", "gpusizer.hf", "gpusizer.architecture"} & names, module.__name__
+    assert not hasattr(records.Model, "from_hf_config")

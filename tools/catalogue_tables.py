@@ -126,8 +126,9 @@ def _kv_bytes(m: catalog.Model) -> float:
 
 
 def _model_row(m: catalog.Model) -> dict[str, Any]:
+    counts = architecture.parameter_counts(m)
     return {
-        "id": m.id, "family": escape(m.family), "total": m.params_total, "active": m.params_active,
+        "id": m.id, "family": escape(m.family), "total": counts.total, "active": counts.active,
         "layers": m.num_layers, "hidden": m.hidden_size, "attention": _attention(m),
         "experts": f"{m.moe.num_experts} (top {m.moe.experts_per_token})" if m.moe else None,
         "kv": _kv_bytes(m), "weights": m.weights + (f", experts {m.expert_weights}" if m.expert_weights else ""),

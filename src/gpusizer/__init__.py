@@ -13,6 +13,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from gpusizer import presentation
+
 __version__ = "0.1.0"
 
 #: Public name -> module that defines it.
@@ -69,6 +71,11 @@ if TYPE_CHECKING:
     from gpusizer.serving import SLO, Workload
     from gpusizer.shortlister import shortlist
     from gpusizer.sweeper import Sweep, sweep
+
+
+# Records and results show themselves through renderers that ``gpusizer.display`` registers when it
+# is imported; the first ``repr`` of a record imports it, so the records never import display.
+presentation.add_loader(lambda: importlib.import_module("gpusizer.display"))
 
 
 def __getattr__(name: str) -> Any:

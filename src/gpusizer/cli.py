@@ -15,11 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from gpusizer import catalog, engines, precision, units
+from gpusizer import architecture, catalog, engines, precision, units
 from gpusizer.estimator import Estimate, estimate
 
-GB = 1e9
-GiB = 2.0**30
+GB, GiB = units.GB, units.GiB
 
 
 def _tokens(text: str) -> int:
@@ -206,8 +205,8 @@ def _model_rows() -> list[dict[str, Any]]:
             {
                 "id": m.id,
                 "family": m.family,
-                "params_total": m.params_total,
-                "params_active": m.params_active,
+                "params_total": architecture.parameter_counts(m).total,
+                "params_active": architecture.parameter_counts(m).active,
                 "layers": m.num_layers,
                 "attention": "/".join(sorted(set(m.layers))) + ("+mla" if m.mla else ""),
                 "weights": m.expert_weights or m.weights,

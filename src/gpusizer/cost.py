@@ -35,7 +35,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from gpusizer import datafiles
+from gpusizer import catalog, datafiles
 from gpusizer.checks import positive_array, scalar_or_array
 
 __all__ = [
@@ -168,8 +168,6 @@ def prices(overrides: Mapping[str, float] | None = None) -> dict[str, GpuPrice]:
     >>> table["h100-sxm"].typical, table["h100-sxm"].quotes[0].tier
     (2.0, 'user')
     """
-    from gpusizer import catalog
-
     table = dict(_bundled_prices())
     for name, value in (overrides or {}).items():
         gpu_id = catalog.gpu(name).id
@@ -191,8 +189,6 @@ def price(gpu: Any, level: str = "typical", overrides: Mapping[str, float] | Non
     >>> price("h100-sxm", overrides={"h100-sxm": 2.49})
     2.49
     """
-    from gpusizer import catalog
-
     if level not in TIERS_FOR:
         raise ValueError(f"level must be one of {', '.join(TIERS_FOR)}, got {level!r}")
     gpu_id = catalog.gpu(gpu).id

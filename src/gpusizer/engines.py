@@ -26,10 +26,9 @@ from typing import Any, Literal
 from gpusizer.catalog import Record
 from gpusizer.checks import scalar_or_array
 from gpusizer.numeric import minimum, number, where
+from gpusizer.units import GiB
 
 __all__ = ["ENGINES", "KV_POOL_RULES", "EngineProfile", "device_capacity", "engine", "kv_pool_bytes"]
-
-GiB = 2.0**30
 
 
 class EngineProfile(Record):

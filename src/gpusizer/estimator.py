@@ -18,6 +18,7 @@ import numpy as np
 from gpusizer import architecture, catalog, efficiency, engines, memory, parallel, performance, precision
 from gpusizer.checks import cache_by_identity, integer_array, plain, scalar_or_array
 from gpusizer.numeric import number
+from gpusizer.presentation import Presented
 
 if TYPE_CHECKING:  # for the annotation only: estimate applies a calibration through efficiency.calibrated_table
     from gpusizer import calibration as _calibration
@@ -79,8 +80,8 @@ class ParallelBreakdown:
     """Per-user decode rate over the reference's: ``gpus * scaling_efficiency``. [-]"""
 
 
-@dataclass(frozen=True)
-class Estimate:
+@dataclass(frozen=True, repr=False)  # repr, str and HTML: gpusizer.presentation
+class Estimate(Presented):
     """Everything gpusizer knows about one configuration. Units in brackets; arrays broadcast."""
 
     model: str
@@ -119,22 +120,6 @@ class Estimate:
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict; arrays become lists, sizes in bytes become integers."""
         return plain(asdict(self))
-
-    def __repr__(self) -> str:
-        from gpusizer import display
-
-        return display.estimate_summary(self)
-
-    def __str__(self) -> str:
-        from gpusizer import display
-
-        return display.estimate_text(self)
-
-    def _repr_html_(self) -> str:
-        """HTML for notebooks (``gpusizer.display.estimate_html``)."""
-        from gpusizer import display
-
-        return display.estimate_html(self)
 
 
 def resolve_target(gpu: str | catalog.GPU | catalog.System, gpus: int | None) -> tuple[catalog.GPU, int]:

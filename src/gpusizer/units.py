@@ -36,6 +36,11 @@ PREFIXES: dict[str, float] = {
     "Ti": 2.0**40,
 }
 
+GB = PREFIXES["G"]
+"""One gigabyte, as vendors and the catalogue state capacities: 1e9. [B]"""
+GiB = PREFIXES["Gi"]
+"""One gibibyte, as drivers and engines report memory: 2**30. [B]"""
+
 #: Base units the fast parser knows, with the canonical unit each belongs to.
 BASE_UNITS: dict[str, str] = {
     "B": "B",
