@@ -185,6 +185,185 @@ def _single_server(step: StepModel, arrivals: np.ndarray, prompts: np.ndarray) -
     return departures, departures.copy(), stats
 
 
+@dataclass(slots=True)
+class _Run:
+    """State of one event-loop run: the step table as lists, the requests, and the engine's counters.
+
+    Plain Python floats and lists: numpy scalars would cost more than the work.
+    """
+
+    a: list[float]
+    """Step time of ``n`` tokens with no cache, ``a[n]``. [s]"""
+    extra: list[float]
+    """Prompt extra ``e(p)`` for every whole ``p`` up to the longest prompt. [s]"""
+    kappa: float
+    """Time to read one cached token. [s/token]"""
+    chunk: int
+    """Token budget of a step. [token]"""
+    max_seqs: int
+    """Sequence limit. [-]"""
+    capacity: float
+    """Tokens the KV pool holds. [token]"""
+    per_step: int
+    """Most prompts one step carries. [-]"""
+    arr: list[float]
+    """Arrival times. [s]"""
+    s_len: list[int]
+    """Prompt lengths. [token]"""
+    o_len: list[int]
+    """Output lengths. [token]"""
+    need: list[int]
+    """KV tokens a request reserves, prompt + output. [token]"""
+    first: list[float]
+    """Time of each request's first token (nan until then). [s]"""
+    finish: list[float]
+    """Time each request finished (nan until then). [s]"""
+    waiting: deque[int] = field(default_factory=deque)
+    """Requests waiting for (the rest of) their prefill, first come first served."""
+    heap: list[tuple[int, int]] = field(default_factory=list)
+    """Decoding requests as (step index of their last token, request)."""
+    t: float = 0.0
+    """Simulated time. [s]"""
+    nxt: int = 0
+    """Next request to arrive."""
+    step_index: int = 0
+    """Steps run so far."""
+    batch: int = 0
+    """Sequences decoding."""
+    offset: int = 0
+    """Sum over decoding sequences of (prompt - step of first token): cached tokens = offset + batch * step."""
+    reserved: float = 0.0
+    """KV tokens reserved by admitted requests. [token]"""
+    progress: int = 0
+    """Prompt tokens already prefilled of ``waiting[0]``. [token]"""
+    head_admitted: bool = False
+    """Whether ``waiting[0]`` holds its KV reservation."""
+    rejected: int = 0
+    events: int = 0
+    busy: float = 0.0
+    prefill_busy: float = 0.0
+    batch_time: float = 0.0
+    done: int = 0
+
+
+def _start(step: StepModel, arrivals: np.ndarray, prompts: np.ndarray, outputs: np.ndarray, per_step: int) -> _Run:
+    """An idle engine with the step table as lists and no request arrived."""
+    n = len(arrivals)
+    top = int(step.token_grid[-1])
+    a = np.interp(np.arange(top + 1), step.token_grid, step.token_seconds).tolist()
+    longest = int(prompts.max())
+    extra = prompt_extra_seconds(step, np.arange(longest + 1)).tolist()
+    arr, s_len, o_len = arrivals.tolist(), prompts.tolist(), outputs.tolist()
+    return _Run(a=a, extra=extra, kappa=step.kv_seconds, chunk=step.chunk_tokens, max_seqs=step.max_sequences,
+                capacity=step.kv_capacity_tokens, per_step=per_step, arr=arr, s_len=s_len, o_len=o_len,
+                need=[s_len[i] + o_len[i] for i in range(n)], first=[math.nan] * n, finish=[math.nan] * n)
+
+
+def _finish_through(run: _Run, last: int, now: float) -> None:
+    """Retire the decoding requests whose last token is in a step up to ``last``, at time ``now``."""
+    heap = run.heap
+    while heap and heap[0][0] <= last:
+        end, i = heapq.heappop(heap)
+        run.finish[i] = now
+        run.batch -= 1
+        run.offset -= run.s_len[i] - (end - run.o_len[i] + 1)
+        run.reserved -= run.need[i]
+        run.done += 1
+
+
+def _arrive(run: _Run) -> None:
+    """Queue the requests that arrived by now; reject those the whole pool cannot hold."""
+    n = len(run.arr)
+    while run.nxt < n and run.arr[run.nxt] <= run.t:
+        if run.need[run.nxt] > run.capacity:
+            run.rejected += 1
+        else:
+            run.waiting.append(run.nxt)
+        run.nxt += 1
+
+
+def _schedulable(run: _Run) -> bool:
+    """Whether the head of the queue can put prompt tokens into the next step."""
+    if not (run.waiting and run.chunk - run.batch > 0):
+        return False
+    head = run.waiting[0]
+    return run.head_admitted or (run.reserved + run.need[head] <= run.capacity and run.batch < run.max_seqs)
+
+
+def _fill(run: _Run) -> tuple[int, float, list[int]]:
+    """Give the step's budget left by the decodes to waiting prompts, first come first served, admitting each
+    when its reservation fits: the prompt tokens taken, their prefill extra [s] and the prompts completed."""
+    waiting, extra, s_len = run.waiting, run.extra, run.s_len
+    budget, tokens, added, taken = run.chunk - run.batch, 0, 0.0, 0
+    completed: list[int] = []
+    while waiting and tokens < budget and taken < run.per_step:
+        i = waiting[0]
+        if not run.head_admitted:
+            if run.reserved + run.need[i] > run.capacity or run.batch + len(completed) >= run.max_seqs:
+                break
+            run.reserved += run.need[i]
+            run.head_admitted = True
+        progress = run.progress
+        take = min(budget - tokens, s_len[i] - progress)
+        added += extra[progress + take] - extra[progress]
+        tokens += take
+        taken += 1
+        if progress + take == s_len[i]:
+            completed.append(waiting.popleft())
+            run.progress, run.head_admitted = 0, False
+        else:
+            run.progress = progress + take
+    return tokens, added, completed
+
+
+def _mixed_step(run: _Run) -> None:
+    """One step of every decode plus prompt tokens; prompts it completes sample their first token."""
+    tokens, added, completed = _fill(run)
+    batch = run.batch
+    dt = run.a[batch + tokens] + run.kappa * (run.offset + batch * run.step_index) + added
+    dt = max(dt, run.a[1])
+    run.t += dt
+    run.busy += dt
+    run.prefill_busy += dt
+    run.batch_time += batch * dt
+    _finish_through(run, run.step_index, run.t)
+    for i in completed:
+        run.first[i] = run.t
+        if run.o_len[i] == 1:
+            run.finish[i] = run.t
+            run.reserved -= run.need[i]
+            run.done += 1
+        else:
+            heapq.heappush(run.heap, (run.step_index + run.o_len[i] - 1, i))
+            run.batch += 1
+            run.offset += run.s_len[i] - run.step_index
+    run.step_index += 1
+
+
+def _decode_run(run: _Run) -> None:
+    """A run of identical decode-only steps until the next finish or the step after the next arrival.
+
+    Step :math:`j` of the run lasts :math:`a(B) + \\kappa (K_0 + B j)`, so :math:`k` steps last
+    :math:`k\\,a(B) + \\kappa (k K_0 + B k (k-1)/2)`; the run stops at the first step that ends after the
+    next arrival (a root of that quadratic) when that arrival could be admitted.
+    """
+    batch, kappa, step_index = run.batch, run.kappa, run.step_index
+    alpha, kv0 = run.a[batch], run.offset + batch * step_index
+    k = run.heap[0][0] - step_index + 1
+    can_admit = not run.waiting and run.nxt < len(run.arr) and run.chunk - batch > 0
+    if can_admit:
+        gap = run.arr[run.nxt] - run.t
+        c2, c1 = kappa * batch / 2, alpha + kappa * kv0 - kappa * batch / 2
+        needed = gap / c1 if c2 <= 0 else (-c1 + math.sqrt(c1 * c1 + 4 * c2 * gap)) / (2 * c2)
+        k = min(k, max(1, math.ceil(needed - 1e-9)))
+    dt = k * alpha + kappa * (k * kv0 + batch * k * (k - 1) / 2)
+    run.t += dt
+    run.busy += dt
+    run.batch_time += batch * dt
+    run.step_index += k
+    _finish_through(run, run.step_index - 1, run.t)
+
+
 def _events(
     step: StepModel,
     arrivals: np.ndarray,
@@ -193,113 +372,24 @@ def _events(
     per_step: int,
     max_events: int,
 ) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    """The event loop. Plain Python floats and lists: numpy scalars would cost more than the work."""
+    """The event loop: mixed steps while a prompt can be scheduled, else runs of decode-only steps, else a jump
+    to the next arrival; at most ``max_events`` iterations. First-token and finish times [s], and statistics."""
+    run = _start(step, arrivals, prompts, outputs, per_step)
     n = len(arrivals)
-    top = int(step.token_grid[-1])
-    a = np.interp(np.arange(top + 1), step.token_grid, step.token_seconds).tolist()
-    longest = int(prompts.max())
-    extra = prompt_extra_seconds(step, np.arange(longest + 1)).tolist()
-    kappa, chunk, max_seqs, capacity = step.kv_seconds, step.chunk_tokens, step.max_sequences, step.kv_capacity_tokens
-    arr, s_len, o_len = arrivals.tolist(), prompts.tolist(), outputs.tolist()
-    first, finish = [math.nan] * n, [math.nan] * n
-    need = [s_len[i] + o_len[i] for i in range(n)]
-    waiting: deque[int] = deque()
-    heap: list[tuple[int, int]] = []
-    t = 0.0
-    nxt = 0
-    step_index = 0
-    batch = 0  # sequences decoding
-    offset = 0  # sum over decoding sequences of (prompt - step of first token): cached tokens = offset + batch * step
-    reserved = 0.0
-    progress = 0  # prompt tokens already prefilled of waiting[0]
-    head_admitted = False
-    rejected = events = 0
-    busy = prefill_busy = batch_time = 0.0
-    done = 0
-
-    def finish_through(last: int, now: float) -> None:
-        nonlocal batch, offset, reserved, done
-        while heap and heap[0][0] <= last:
-            end, i = heapq.heappop(heap)
-            finish[i] = now
-            batch -= 1
-            offset -= s_len[i] - (end - o_len[i] + 1)
-            reserved -= need[i]
-            done += 1
-
-    while done + rejected < n and events < max_events:
-        events += 1
-        while nxt < n and arr[nxt] <= t:
-            if need[nxt] > capacity:
-                rejected += 1
-            else:
-                waiting.append(nxt)
-            nxt += 1
-        schedulable = False
-        if waiting and chunk - batch > 0:
-            head = waiting[0]
-            schedulable = head_admitted or (reserved + need[head] <= capacity and batch < max_seqs)
-        if schedulable:
-            budget, tokens, added, taken = chunk - batch, 0, 0.0, 0
-            completed: list[int] = []
-            while waiting and tokens < budget and taken < per_step:
-                i = waiting[0]
-                if not head_admitted:
-                    if reserved + need[i] > capacity or batch + len(completed) >= max_seqs:
-                        break
-                    reserved += need[i]
-                    head_admitted = True
-                take = min(budget - tokens, s_len[i] - progress)
-                added += extra[progress + take] - extra[progress]
-                tokens += take
-                taken += 1
-                if progress + take == s_len[i]:
-                    completed.append(waiting.popleft())
-                    progress, head_admitted = 0, False
-                else:
-                    progress += take
-            dt = a[batch + tokens] + kappa * (offset + batch * step_index) + added
-            dt = max(dt, a[1])
-            t += dt
-            busy += dt
-            prefill_busy += dt
-            batch_time += batch * dt
-            finish_through(step_index, t)
-            for i in completed:
-                first[i] = t
-                if o_len[i] == 1:
-                    finish[i] = t
-                    reserved -= need[i]
-                    done += 1
-                else:
-                    heapq.heappush(heap, (step_index + o_len[i] - 1, i))
-                    batch += 1
-                    offset += s_len[i] - step_index
-            step_index += 1
-            continue
-        if batch == 0:
-            if nxt >= n:
-                break  # only requests the pool can never hold are left
-            t = max(t, arr[nxt])
-            continue
-        # A run of identical decode-only steps until the next finish or the step after the next arrival.
-        alpha, kv0 = a[batch], offset + batch * step_index
-        k = heap[0][0] - step_index + 1
-        can_admit = not waiting and nxt < n and chunk - batch > 0
-        if can_admit:
-            gap = arr[nxt] - t
-            c2, c1 = kappa * batch / 2, alpha + kappa * kv0 - kappa * batch / 2
-            needed = gap / c1 if c2 <= 0 else (-c1 + math.sqrt(c1 * c1 + 4 * c2 * gap)) / (2 * c2)
-            k = min(k, max(1, math.ceil(needed - 1e-9)))
-        dt = k * alpha + kappa * (k * kv0 + batch * k * (k - 1) / 2)
-        t += dt
-        busy += dt
-        batch_time += batch * dt
-        step_index += k
-        finish_through(step_index - 1, t)
-    duration = max(t, 1e-12)
-    generated = float(np.sum(outputs[~np.isnan(np.asarray(finish))]))
-    stats = dict(rejected=rejected, events=events, truncated=done + rejected < n, duration=duration,
-                 busy=busy / duration, prefill_busy=prefill_busy / duration, mean_batch=batch_time / duration,
-                 output_tokens_per_second=generated / duration)
-    return np.asarray(first), np.asarray(finish), stats
+    while run.done + run.rejected < n and run.events < max_events:
+        run.events += 1
+        _arrive(run)
+        if _schedulable(run):
+            _mixed_step(run)
+        elif run.batch > 0:
+            _decode_run(run)
+        elif run.nxt >= n:
+            break  # only requests the pool can never hold are left
+        else:
+            run.t = max(run.t, run.arr[run.nxt])
+    duration = max(run.t, 1e-12)
+    generated = float(np.sum(outputs[~np.isnan(np.asarray(run.finish))]))
+    stats = dict(rejected=run.rejected, events=run.events, truncated=run.done + run.rejected < n, duration=duration,
+                 busy=run.busy / duration, prefill_busy=run.prefill_busy / duration,
+                 mean_batch=run.batch_time / duration, output_tokens_per_second=generated / duration)
+    return np.asarray(run.first), np.asarray(run.finish), stats
