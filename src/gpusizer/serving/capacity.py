@@ -102,8 +102,43 @@ def _crossing(grid: np.ndarray, values: np.ndarray) -> tuple[int, float]:
 
 def max_rates_coarse(step: StepModel, workload: Workload, slo: SLO, scales: Any, points: int = 48
                       ) -> list[MaxRate]:
-    """Largest rates for several speed scalings at once: one ``load`` over scalings x a rate grid, and linear
-    interpolation of the first crossing (about 1 % from the exact root; a sweep's fast path)."""
+    r"""Largest rates within ``slo`` for several speed scalings of one engine at once.
+
+    One ``load`` over scalings x a geometric grid of ``points`` rates, from :math:`10^{-4}` of a ceiling
+    no engine state sustains up to it, and linear interpolation of the first crossing of
+    :math:`g(\lambda) = \max_m q_m(\lambda)/T_m - 1` (about 1 % from the exact root): the fast path of a
+    sweep, and the start of ``max_rate``.
+
+    Parameters
+    ----------
+    step : StepModel
+        The configuration's step table.
+    workload : Workload
+        Request shape (its ``rate`` is ignored).
+    slo : SLO
+        Latency targets.
+    scales : array_like
+        Pairs ``(decode_scale, prefill_scale)`` of factors on decode step times and prompt extras, shape
+        ``(k, 2)``: ``(1, 1)`` is the table as built; ``StepModel.decode_band`` and ``prefill_band`` hold the
+        factors at the ends of the speed band. [-]
+    points : int
+        Rates on the grid. [-]
+
+    Returns
+    -------
+    list of MaxRate
+        One per pair, in order; ``method`` is ``closed-form`` and ``evaluations`` is ``points``. A rate of 0
+        means even the lowest rate of the grid misses a target.
+
+    Examples
+    --------
+    >>> from gpusizer.serving import step_model
+    >>> s = step_model("llama-3.1-8b", "h100-sxm", context=2560)
+    >>> w = Workload(rate=1, prompt_tokens=2048, output_tokens=512)
+    >>> fast, slow = max_rates_coarse(s, w, SLO(ttft_p95=0.5, tpot_p95=0.05), [(1.0, 1.0), (1.5, 1.5)])
+    >>> fast.rate > slow.rate > 0
+    True
+    """
     factors = np.asarray(scales, dtype=float).reshape(-1, 2)
     top = _rate_ceiling(step, workload) / float(factors.min())
     grid = np.geomspace(top * 1e-4, top, points)

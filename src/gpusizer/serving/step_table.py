@@ -17,7 +17,9 @@ from typing import Any
 
 import numpy as np
 
+from gpusizer import catalog, engines
 from gpusizer.checks import scalar_or_array
+from gpusizer.estimator import estimate
 
 __all__ = [
     "StepModel",
@@ -196,9 +198,6 @@ def step_model(
     >>> 0.005 < step_seconds(s, 1) < 0.02  # one decode of an 8B model on an H100
     True
     """
-    from gpusizer import catalog, engines
-    from gpusizer.estimator import estimate
-
     record = catalog.model(model)
     ctx = int(max(2, round(context)))
     longest = float(max_prompt) if max_prompt else float(max(record.max_context or 0, 4 * ctx))
@@ -286,8 +285,6 @@ def step_tables(record: Any, sized: Any, tokens: np.ndarray, prompts: np.ndarray
     >>> step_tables(record, sized, tokens, prompts, 2560).chunk_tokens
     8192
     """
-    from gpusizer import engines
-
     profile = engines.engine(sized.engine)
     count = sized.gpus
     chunk = int(profile.batched_tokens)
