@@ -256,7 +256,7 @@ def max_rate(step: StepModel, workload: Workload, slo: SLO, *, method: str = "cl
 
     Latency quantiles rise with the rate, so the answer is the first crossing of
     :math:`g(\lambda) = \max_m q_m(\lambda)/T_m - 1` from below. ``closed-form`` evaluates ``load`` on a
-    geometric grid of 40 rates below the engine's capacity, then refines the first crossing with
+    geometric grid of 48 rates (``max_rates_coarse``) below the engine's capacity, then refines the first crossing with
     ``scipy.optimize.brentq``. ``simulation`` starts there and bisects on ``simulate`` quantiles
     (``requests``, ``seed``, ``tolerance`` as options), with the same random numbers at every rate.
 

@@ -239,11 +239,17 @@ class _Run:
     head_admitted: bool = False
     """Whether ``waiting[0]`` holds its KV reservation."""
     rejected: int = 0
+    """Requests longer than the whole pool."""
     events: int = 0
+    """Loop iterations so far."""
     busy: float = 0.0
+    """Time spent running steps. [s]"""
     prefill_busy: float = 0.0
+    """Time spent in steps that carried prompt tokens. [s]"""
     batch_time: float = 0.0
+    """Integral of the decode batch over time. [s]"""
     done: int = 0
+    """Requests finished."""
 
 
 def _start(step: StepModel, arrivals: np.ndarray, prompts: np.ndarray, outputs: np.ndarray, per_step: int) -> _Run:
