@@ -56,13 +56,22 @@ from gpusizer.serving.curve import Curve, concurrency_curve
 from gpusizer.serving.queueing import Load, load
 from gpusizer.serving.simulation import Simulation, simulate
 from gpusizer.serving.step_table import StepModel, step_axes, step_model, step_seconds, step_tables
-from gpusizer.serving.workload import DISTRIBUTIONS, SLO, Lengths, Workload, length_quantiles, sample_lengths
+from gpusizer.serving.workload import (
+    DISTRIBUTIONS,
+    SLO,
+    Distribution,
+    Lengths,
+    Workload,
+    length_quantiles,
+    sample_lengths,
+)
 
 __all__ = [
     "DISTRIBUTIONS",
     "MAX_RATE_METHODS",
     "SLO",
     "Curve",
+    "Distribution",
     "Lengths",
     "Load",
     "MaxRate",
