@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from numpy.testing import assert_allclose
 
 from gpusizer import serving
-from gpusizer.serving import SLO, StepModel, Workload
+from gpusizer.serving import SLO, StepModel, Workload, simulation
+from gpusizer.serving.step_table import prompt_extra_seconds
 
 
 def synthetic(alpha=1e-4, floor=0.0, kappa=0.0, extra=0.0, chunk=4096, max_sequences=256, capacity=1e9):
@@ -79,7 +80,7 @@ def test_step_model_reproduces_idle_prefill_and_decode(h100_70b):
     e = gpusizer.estimate("llama-3.1-70b", "h100-sxm", gpus=4, context=2048, prompt=2048)
     one = serving.step_seconds(h100_70b, 1, kv_tokens=2047)
     assert one == pytest.approx(e.decode.tpot_seconds_expected, rel=0.02)
-    prefill = serving.step_seconds(h100_70b, 2048, prefill_seconds=serving._prompt_extra(h100_70b, 2048))
+    prefill = serving.step_seconds(h100_70b, 2048, prefill_seconds=prompt_extra_seconds(h100_70b, 2048))
     assert prefill == pytest.approx(e.prefill.seconds_expected, rel=0.02)
 
 
@@ -107,8 +108,8 @@ def test_event_loop_equals_lindley_recursion():
     step = serving.step_model("llama-3.1-8b", "h100-sxm", context=2048)
     arrivals = np.cumsum(rng.exponential(1 / 8, 5000))
     prompts = np.minimum(serving.sample_lengths(1500, "lognormal", 0.6, 5000, rng), step.chunk_tokens)
-    fast = serving._single_server(step, arrivals, prompts)
-    loop = serving._events(step, arrivals, prompts, np.ones(5000, dtype=np.int64), 1, 10**6)
+    fast = simulation._single_server(step, arrivals, prompts)
+    loop = simulation._events(step, arrivals, prompts, np.ones(5000, dtype=np.int64), 1, 10**6)
     assert_allclose(loop[0], fast[0], rtol=1e-12)
     assert loop[2]["busy"] == pytest.approx(fast[2]["busy"], rel=1e-9)
 
