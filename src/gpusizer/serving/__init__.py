@@ -92,7 +92,3 @@ __all__ = [
     "step_tables",
 ]
 
-_axes = step_axes  # TEMPORARY alias for shortlister until merge
-_Lengths = Lengths  # TEMPORARY alias for shortlister until merge
-_max_rates_coarse = max_rates_coarse  # TEMPORARY alias for shortlister until merge
-_tables = step_tables  # TEMPORARY alias for shortlister until merge

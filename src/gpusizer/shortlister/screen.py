@@ -127,7 +127,7 @@ def floors(record: catalog.Model, weights: str | None, size: float, device: cata
     usable = {p.compute, "int8"} if p.weight_only else {p.compute}
     named = [getattr(device.dense, name, None) for name in usable]
     rates: list[float] = [r for r in named if r] or [r for r in device.dense.model_dump().values() if r]
-    prompt = float(serving._Lengths.of(workload).prompt.min())
+    prompt = float(serving.Lengths.of(workload).prompt.min())
     ttft = 2 * active * prompt / shards / max(rates) if rates else 0.0
     return tpot, ttft
 
@@ -283,7 +283,7 @@ def _evaluate(s: _Sweep, key: _Key, swept: SimpleNamespace | None) -> Candidate 
     if slow:
         return f"misses the SLO even unloaded: {slow}"
     context = int(s.workload.prompt_tokens + s.workload.output_tokens)
-    step = serving._tables(s.record, sized, s.tokens, s.prompts, context)
+    step = serving.step_tables(s.record, sized, s.tokens, s.prompts, context)
     if not np.all(np.isfinite(step.prompt_seconds)):
         return "no speed model: the GPU publishes no tensor rate for prefill"
     return Candidate(device, count, layout, weights, step)
@@ -313,8 +313,8 @@ def candidates(
         The candidates, and the configurations dropped with their reasons, in sweep order.
     """
     profile = engines.engine(engine)
-    nodes = serving._Lengths.of(workload)
-    tokens, prompts = serving._axes(profile, float(nodes.prompt[-1]))
+    nodes = serving.Lengths.of(workload)
+    tokens, prompts = serving.step_axes(profile, float(nodes.prompt[-1]))
     s = _Sweep(record, workload, slo, engine, profile, {w: _weight_bytes(record, w) for w in weights},
                tokens, prompts, float(nodes.prompt[0]), float(nodes.prompt[-1] + nodes.output[-1]))
     keys = [(device, w, count, layout) for device in devices for w in weights for count in gpu_counts

@@ -207,7 +207,7 @@ def shortlist(
     rows: list[tuple[Row, Candidate]] = []
     for c in candidates:
         fast, slow = c.step.decode_band[0], c.step.prefill_band[0]
-        best, slowest, fastest = serving._max_rates_coarse(
+        best, slowest, fastest = serving.max_rates_coarse(
             c.step, workload, slo, [(1.0, 1.0), (c.step.decode_band[1], c.step.prefill_band[1]), (fast, slow)])
         if best.rate <= 0:
             dropped.append(screen.dropped(c.device, c.gpus, c.layout, c.weights, record,
