@@ -4,8 +4,8 @@ workloads, by numpy broadcasting.
 ``sweep(models, gpus, ...)`` turns each distinct record into numbers once (a model at a precision,
 a GPU, an engine: loops over the records, never over configurations), lays them out along their own
 axis of one broadcast grid (models ``(M, 1, 1, ...)``, GPUs ``(1, G, 1, ...)``, ...), and runs the
-same numeric core as ``estimate`` over it: ``estimator._memory_numbers`` for memory and
-``performance._decode_numbers`` / ``_prefill_numbers`` for speed. Every number therefore equals
+same numeric core as ``estimate`` over it: ``estimator.memory_numbers`` for memory and
+``performance.decode_numbers`` / ``prefill_numbers`` for speed. Every number therefore equals
 ``estimate``'s for that configuration; ``tests/test_sweep.py`` checks it field by field.
 
 The answer is a ``Sweep``: one row per configuration, its columns flat numpy arrays (kept compact,
@@ -31,9 +31,9 @@ from typing import IO, Any
 
 import numpy as np
 
-from gpusizer import catalog, efficiency, engines, parallel, performance
+from gpusizer import catalog, configuration, efficiency, engines, estimator, parallel, performance, unpack
 from gpusizer.checks import integer_array, map_arrays
-from gpusizer.estimator import Estimate, _capacity, _footprint, _memory_numbers, _precisions
+from gpusizer.estimator import Estimate
 
 __all__ = ["AXES", "Sweep", "estimate_row", "sweep"]
 
@@ -291,13 +291,6 @@ def _counts(value: Any, name: str) -> np.ndarray:
     return integer_array(np.ravel(np.asarray(value)), name, minimum=1)
 
 
-def _objects(values: Sequence[Any]) -> np.ndarray:
-    out = np.empty(len(values), dtype=object)
-    for i, value in enumerate(values):
-        out[i] = value
-    return out
-
-
 def sweep(
     models: Any = None,
     gpus: Any = None,
@@ -388,30 +381,30 @@ def sweep(
     names, footprints, numbers = grid.precisions(records)
     engine_codes = grid.along("engine", np.arange(len(profiles)))
     e = SimpleNamespace(**{
-        name: performance._column([getattr(p, name) for p in profiles], engine_codes)
+        name: unpack.column([getattr(p, name) for p in profiles], engine_codes)
         for name in engines.EngineProfile.model_fields if not isinstance(getattr(profiles[0], name), tuple)
     })
-    capacity = grid.along(("gpu", "engine"), np.array([[_capacity(d, p) for p in profiles] for d in devices]))
+    capacity = grid.along(("gpu", "engine"), np.array([[estimator.engine_capacity(d, p) for p in profiles] for d in devices]))
     plan = SimpleNamespace(**{
         name: grid.along("gpu_count", np.array([getattr(p, name) for p in plans]))
         for name in ("tp", "pp", "ep", "dp", "attention_dp")
     })
     count = grid.along("gpu_count", counts)
     tables, index = _tables(devices, profiles, calibration)
-    setups = [performance._setups(numbers, grid.along("gpu", _objects(devices)), count,
-                                  _objects([p.name for p in profiles])[engine_codes], layout, t) for t in tables]
+    setups = [configuration.setups(numbers, grid.along("gpu", unpack.objects(devices)), count,
+                                  unpack.objects([p.name for p in profiles])[engine_codes], layout, t) for t in tables]
 
     # the numeric core, shared with estimate
     ctx, users = grid.along("context", np.asarray(axes["context"])), grid.along("concurrency", axes["concurrency"])
     asked = ctx if prompts is None else grid.along("prompt", prompts)
-    memory = _memory_numbers(footprints, e, capacity, count, ctx, users, plan)
+    memory = estimator.memory_numbers(footprints, e, capacity, count, ctx, users, plan)
     s, c = (_compact(_merged(index, grid, [x[k] for x in setups])) for k in (0, 1))
-    bands = {(phase, batch): _merged(index, grid, [performance._bands(t, phase, x[0], x[1], batch)
+    bands = {(phase, batch): _merged(index, grid, [performance.band_factors(t, phase, x[0], x[1], batch)
                                                     for t, x in zip(tables, setups, strict=True)])
              for phase, batch in (("decode", "batch 1"), ("decode", "batch > 1"), ("prefill", None))}
-    decode = performance._decode_numbers(s, c, (bands["decode", "batch 1"], bands["decode", "batch > 1"]), ctx, users)
+    decode = performance.decode_numbers(s, c, (bands["decode", "batch 1"], bands["decode", "batch > 1"]), ctx, users)
     first = (decode["tpot_seconds_ceiling"], decode["tpot_seconds_expected"]) if prompts is None else None
-    prefill = performance._prefill_numbers(s, c, bands["prefill", None], asked, users, None, first)
+    prefill = performance.prefill_numbers(s, c, bands["prefill", None], asked, users, None, first)
 
     # labels that estimate writes as strings of one configuration
     decode["regime"] = np.where(users == 1, grid.along("gpu_count", _regimes("decode", s, counts, "batch 1")),
@@ -419,7 +412,7 @@ def sweep(
     prefill["regime"] = grid.along("gpu_count", _regimes("prefill", s, counts, None))
     for values in (decode, prefill):
         values.update(constants=c.group, informed=c.informed, compute_rate_published=s.published)
-    decode.update(layout=grid.along("gpu_count", _objects([p.name for p in plans])), links=s.links)
+    decode.update(layout=grid.along("gpu_count", unpack.objects([p.name for p in plans])), links=s.links)
     speedup = np.multiply(count, decode["scaling_efficiency"])
     parallel_ = {
         "layout": decode["layout"], "tensor_parallel": plan.tp, "pipeline_parallel": plan.pp,
@@ -433,9 +426,9 @@ def sweep(
         "speedup": speedup,
     }
     flat: dict[str, Any] = {
-        "model": grid.along("model", _objects(axes["model"])),
-        "gpu": grid.along("gpu", _objects(axes["gpu"])),
-        "engine": grid.along("engine", _objects(axes["engine"])),
+        "model": grid.along("model", unpack.objects(axes["model"])),
+        "gpu": grid.along("gpu", unpack.objects(axes["gpu"])),
+        "engine": grid.along("engine", unpack.objects(axes["engine"])),
         "gpu_count": count,
         **{name: names[..., i] for i, name in enumerate(("weights", "expert_weights", "kv_cache"))},
         "context": ctx,
@@ -474,14 +467,13 @@ class _Grid:
         and the speed numbers of every model x weights x kv_cache, laid on the grid."""
         weights, kv = self.axes["weights"], self.axes["kv_cache"]
         names = np.empty((len(records), len(weights), len(kv), 3), dtype=object)
-        footprints, numbers = [], []
+        numbers: list[unpack.ModelNumbers] = []
         for (i, record), (j, w), (k, cache) in itertools.product(enumerate(records), enumerate(weights), enumerate(kv)):
-            names[i, j, k] = chosen = _precisions(record, w, cache)
-            footprints.append(_footprint(record, *chosen))
-            numbers.append(performance._model(record, *chosen))
+            names[i, j, k] = chosen = unpack.checkpoint_precisions(record, w, cache)
+            numbers.append(unpack.model_numbers(record, *chosen))
         codes = self.along(("model", "weights", "kv_cache"), np.arange(len(numbers)).reshape(names.shape[:3]))
         laid = names.reshape((*codes.shape, 3))
-        return laid, performance._stack(footprints, codes), performance._objects(numbers)[codes]
+        return laid, unpack.stack(numbers, codes), unpack.objects(numbers)[codes]
 
 
 def _plans(records: list[catalog.Model], counts: np.ndarray, layout: str) -> list[parallel.Layout]:
@@ -551,8 +543,8 @@ def _compact_array(value: np.ndarray) -> np.ndarray:
 
 
 def _regimes(phase: str, s: Any, counts: np.ndarray, batch: str | None) -> np.ndarray:
-    """``performance._regime`` at each GPU count."""
-    return _objects([performance._regime(phase, replace(s, gpus=int(n)), batch) for n in counts])
+    """``performance.regime`` at each GPU count."""
+    return unpack.objects([performance.regime(phase, replace(s, gpus=int(n)), batch) for n in counts])
 
 
 def _costs(columns: Mapping[str, np.ndarray], prices: Mapping[str, float] | bool) -> dict[str, np.ndarray]:
