@@ -8,7 +8,7 @@ frozen ``Estimate``. ``context`` and ``concurrency`` may be arrays: every field 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields
 from functools import cache
 from typing import TYPE_CHECKING, Any, cast
@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # imported when used: it brings the benchmark readers, which 
 
 __all__ = [
     "Estimate", "MemoryBreakdown", "ParallelBreakdown", "engine_capacity", "estimate", "memory_numbers",
-    "resolve_target",
+    "parallel_numbers", "resolve_target",
 ]
 
 
@@ -287,27 +287,36 @@ def _parallel_breakdown(
     plan: parallel.Layout, decode: performance.Decode, prefill: performance.Prefill
 ) -> ParallelBreakdown:
     """The layout and what it costs, from the decode and prefill records."""
-    speedup = plan.gpus * decode.scaling_efficiency
-    return ParallelBreakdown(
-        layout=plan.name,
-        gpus=plan.gpus,
+    links = decode.links if plan.gpus > 1 else "none"
+    numbers = parallel_numbers(plan, plan.gpus, links, vars(decode), prefill.scaling_efficiency)
+    return ParallelBreakdown(layout=plan.name, gpus=plan.gpus, **numbers)
+
+
+def parallel_numbers(
+    plan: Any, gpus: Any, links: Any, decode: Mapping[str, Any], prefill_scaling_efficiency: Any
+) -> dict[str, Any]:
+    """The fields of ``ParallelBreakdown`` but ``layout`` and ``gpus`` (shared by ``estimate`` and ``sweep``).
+
+    ``plan`` is the layout (``parallel.Layout``, or any record of its ``tp``, ``pp``, ``ep``, ``dp`` and
+    ``attention_dp``), ``gpus`` its GPU count [-], ``links`` the link classes its collectives cross and
+    ``decode`` the fields of ``performance.Decode`` (``performance.decode_numbers``); numbers, or arrays
+    that broadcast. The speedup is ``gpus * scaling_efficiency``.
+    """
+    speedup = gpus * decode["scaling_efficiency"]
+    return dict(
         tensor_parallel=plan.tp,
         pipeline_parallel=plan.pp,
         expert_parallel=plan.ep,
         data_parallel=plan.dp,
         attention_data_parallel=plan.attention_dp,
-        links=_links(plan, decode),
-        scaling_efficiency=decode.scaling_efficiency,
-        prefill_scaling_efficiency=prefill.scaling_efficiency,
-        communication_seconds_per_step=decode.communication_seconds,
-        communication_share=scalar_or_array(decode.communication_seconds / decode.tpot_seconds_expected),
-        reference_tokens_per_second=scalar_or_array(decode.expected_tokens_per_second / speedup),
+        links=links,
+        scaling_efficiency=decode["scaling_efficiency"],
+        prefill_scaling_efficiency=prefill_scaling_efficiency,
+        communication_seconds_per_step=decode["communication_seconds"],
+        communication_share=scalar_or_array(decode["communication_seconds"] / decode["tpot_seconds_expected"]),
+        reference_tokens_per_second=scalar_or_array(decode["expected_tokens_per_second"] / speedup),
         speedup=scalar_or_array(speedup),
     )
-
-
-def _links(plan: parallel.Layout, decode: performance.Decode) -> str:
-    return decode.links if plan.gpus > 1 else "none"
 
 
 # --- the memory numbers of a configuration ------------------------------------------------------

@@ -12,6 +12,7 @@ fills the checkpoint's defaults. ``stack`` turns a list of such records into one
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, cast
 
@@ -175,7 +176,7 @@ def column(values: list[Any], codes: np.ndarray) -> np.ndarray:
     return array[codes]
 
 
-def objects(values: list[Any]) -> np.ndarray:
+def objects(values: Sequence[Any]) -> np.ndarray:
     out = np.empty(len(values), dtype=object)
     for i, value in enumerate(values):  # element by element: numpy would unpack tuples
         out[i] = value
