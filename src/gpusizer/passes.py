@@ -17,7 +17,7 @@ import numpy as np
 
 from gpusizer import configuration, decode, efficiency, interconnect, parallel, prefill, roofline
 from gpusizer import step as formulas
-from gpusizer.checks import cache_by_identity, map_arrays, scalar_or_array
+from gpusizer.checks import map_arrays, scalar_or_array
 from gpusizer.numeric import divide, every, where
 
 
@@ -131,11 +131,6 @@ _ONE_GPU: dict[str, Any] = dict(tp=1, pp=1, ep=1, groups=1, attention_dp=1, sequ
 
 def single_gpu(s: configuration.Setup) -> configuration.Setup:
     """The same configuration on one GPU with unlimited memory: the reference of scaling efficiency."""
-    return _single_of_one(s) if type(s.tp) is int else replace(s, **_ONE_GPU)
-
-
-@cache_by_identity  # one configuration's reference, kept with it: ``replace`` of a setup costs about 10 us
-def _single_of_one(s: configuration.Setup) -> configuration.Setup:
     return replace(s, **_ONE_GPU)
 
 

@@ -23,12 +23,13 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import asdict, dataclass, replace
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from gpusizer import catalog, configuration, decode, efficiency, parallel, passes, prefill, roofline
-from gpusizer.checks import cache_by_identity, integer_array, plain, scalar_or_array
+from gpusizer.checks import integer_array, plain, scalar_or_array
 from gpusizer.measurement import BatchThroughput, batch_throughput, keys, predict
 from gpusizer.numeric import maximum, minimum, number, where
 
@@ -287,15 +288,16 @@ def speed_of(
     concurrency: Any, prompt: Any, chunk: float | None,
 ) -> Speed:
     """``speed`` of arguments already checked and resolved (``estimate`` has them); ``prompt`` None: ``context``."""
-    s, c = _configured(record, device, weights, expert_weights, kv_cache, gpus, engine, plan.name, table, scale_out)
-    d = _decode(s, c, table, context, concurrency)
+    s, c, alone = _configured(record, device, weights, expert_weights, kv_cache, gpus, engine, plan.name, table,
+                              scale_out)
+    d = _decode(s, c, table, context, concurrency, alone)
     if prompt is None:  # the prompt is the context: its first decode step is the step above
-        return Speed(d, _prefill(s, c, table, context, concurrency, chunk, (d.tpot_seconds_ceiling,
-                                                                          d.tpot_seconds_expected)))
-    return Speed(d, _prefill(s, c, table, prompt, concurrency, chunk))
+        first = d.tpot_seconds_ceiling, d.tpot_seconds_expected
+        return Speed(d, _prefill(s, c, table, context, concurrency, chunk, first, alone))
+    return Speed(d, _prefill(s, c, table, prompt, concurrency, chunk, None, alone))
 
 
-@cache_by_identity
+@lru_cache(maxsize=4096)
 def _configured(
     record: catalog.Model,
     device: catalog.GPU,
@@ -307,16 +309,20 @@ def _configured(
     split: str,
     table: efficiency.Table,
     scale_out: float | None = None,
-) -> tuple[configuration.Setup, efficiency.Constants]:
-    """``configuration.setup`` and its constants, cached per configuration (records and table by identity)."""
+) -> tuple[configuration.Setup, efficiency.Constants, configuration.Setup]:
+    """``configuration.setup``, its constants and its one-GPU reference (``passes.single_gpu``), cached per
+    configuration: records are frozen, and a table is one object per calibration."""
     s = configuration.setup(record, device, weights, expert_weights, kv_cache, gpus, engine, split, table, scale_out)
-    return s, configuration.constants(s, table)
+    return s, configuration.constants(s, table), passes.single_gpu(s)
 
 
-def _decode(s: configuration.Setup, c: efficiency.Constants, table: efficiency.Table, ctx: Any, users: Any) -> Decode:
+def _decode(
+    s: configuration.Setup, c: efficiency.Constants, table: efficiency.Table, ctx: Any, users: Any,
+    alone: configuration.Setup | None = None,
+) -> Decode:
     bands = tuple(band_factors(table, "decode", s, c, batch) for batch in ("batch 1", "batch > 1"))
     return Decode(
-        **decode_numbers(s, c, bands, ctx, users),
+        **decode_numbers(s, c, bands, ctx, users, alone),
         regime=regime("decode", s, _batch_regime(users)),
         constants=c.group,
         informed=c.informed,
@@ -341,9 +347,14 @@ def band_factors(
     return low, high
 
 
-def decode_numbers(s: configuration.Setup, c: efficiency.Constants, bands: Any, ctx: Any, users: Any) -> dict[str, Any]:
-    """The numeric fields of ``Decode``. ``s`` and ``c`` may hold arrays (``configuration.setups``); ``bands`` are the
-    ``(low, high)`` factors at batch 1 and at batch > 1."""
+def decode_numbers(
+    s: configuration.Setup, c: efficiency.Constants, bands: Any, ctx: Any, users: Any,
+    alone: configuration.Setup | None = None,
+) -> dict[str, Any]:
+    """The speed numbers of a configuration's decode: the numeric fields of ``Decode`` (shared by ``speed``,
+    ``estimate`` and ``sweep``). ``s`` and ``c`` may hold arrays (``configuration.setups``); ``bands`` are the
+    ``(low, high)`` factors at batch 1 and at batch > 1 (``band_factors``); ``alone`` is ``s``'s one-GPU
+    reference (``passes.single_gpu``) when the caller has it."""
     single, batched = bands
     steps = passes.decode_steps(s, ctx, users)
     step = steps.large
@@ -352,7 +363,8 @@ def decode_numbers(s: configuration.Setup, c: efficiency.Constants, bands: Any, 
     overhead = passes.overhead_seconds(step, s, c, communication)
     ceiling = passes.decode_seconds(s, None, ctx, users, steps)
     expected = passes.decode_seconds(s, c, ctx, users, steps, overhead)
-    reference = expected if passes.is_single_gpu(s) else passes.decode_seconds(passes.single_gpu(s), c, ctx, users)
+    one = alone if alone is not None else passes.single_gpu(s)
+    reference = expected if passes.is_single_gpu(s) else passes.decode_seconds(one, c, ctx, users)
     one = users == 1
     low, high = where(one, single[0], batched[0]), where(one, single[1], batched[1])
     rate, top = decode.tokens_per_second(expected), decode.tokens_per_second(ceiling)
@@ -392,9 +404,10 @@ def _prefill(
     users: Any,
     chunk: float | None,
     first: tuple[Any, Any] | None = None,
+    alone: configuration.Setup | None = None,
 ) -> Prefill:
     return Prefill(
-        **prefill_numbers(s, c, band_factors(table, "prefill", s, c), prompt, users, chunk, first),
+        **prefill_numbers(s, c, band_factors(table, "prefill", s, c), prompt, users, chunk, first, alone),
         regime=regime("prefill", s),
         constants=c.group,
         informed=c.informed,
@@ -410,9 +423,12 @@ def prefill_numbers(
     users: Any,
     chunk: float | None,
     first: tuple[Any, Any] | None = None,
+    alone: configuration.Setup | None = None,
 ) -> dict[str, Any]:
-    """The numeric fields of ``Prefill``. ``s`` and ``c`` may hold arrays (``configuration.setups``); ``first`` is the
-    ceiling and expected time of the first decode step when the caller has them (``prompt == context``)."""
+    """The speed numbers of a configuration's prefill: the numeric fields of ``Prefill`` (shared by ``speed``,
+    ``estimate`` and ``sweep``). ``s`` and ``c`` may hold arrays (``configuration.setups``); ``first`` is the
+    ceiling and expected time of the first decode step when the caller has them (``prompt == context``);
+    ``alone`` is the one-GPU reference of a scalar ``s`` (``passes.single_gpu``) when the caller has it."""
     size = float(chunk) if chunk is not None else c.chunk_tokens
     arrays = isinstance(s.dense_peak, np.ndarray)
     sx, cx = (passes.along_chunks(s), passes.along_chunks(c)) if arrays else (s, c)  # chunks lie along a trailing axis
@@ -421,9 +437,9 @@ def prefill_numbers(
     communication = passes.communication_seconds(steps, sx, cx)
     overhead = passes.overhead_seconds(steps, sx, cx, communication)
     expected = passes.prefill_seconds(steps, sx, cx, s, c.request_seconds, overhead)
-    alone = expected if passes.is_single_gpu(s) else passes.prefill_seconds(
-        passes.prefill_steps(passes.single_gpu(sx), prompt, size), passes.single_gpu(sx), cx, passes.single_gpu(s),
-        c.request_seconds,
+    one, one_s = (alone, alone) if alone is not None else (passes.single_gpu(sx), passes.single_gpu(s))
+    reference = expected if passes.is_single_gpu(s) else passes.prefill_seconds(
+        passes.prefill_steps(one, prompt, size), one, cx, one_s, c.request_seconds,
     )
     expected = where(s.published, expected, np.nan)
     if first is None:
@@ -452,5 +468,5 @@ def prefill_numbers(
         ttft_band=(scalar_or_array(maximum(ttft / high, ttft_top)), scalar_or_array(ttft / low)),
         bound=_bound_name(compute > memory_),
         communication_seconds=passes.over_chunks(communication),
-        scaling_efficiency=scalar_or_array(parallel.scaling_efficiency(alone, expected, s.gpus)),
+        scaling_efficiency=scalar_or_array(parallel.scaling_efficiency(reference, expected, s.gpus)),
     )

@@ -14,13 +14,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, is_dataclass
+from functools import cache
 from typing import Any, cast
 
 import numpy as np
 
 from gpusizer import architecture, catalog, memory, parallel
 from gpusizer import precision as precisions
-from gpusizer.checks import cache_by_identity
 
 __all__ = ["ModelNumbers", "cell", "checkpoint_precisions", "column", "model_numbers", "objects", "stack", "unique"]
 
@@ -95,7 +95,7 @@ class ModelNumbers:
     weights: precisions.Precision
     experts: precisions.Precision
 
-@cache_by_identity  # records are frozen
+@cache  # records are frozen and hashable
 def model_numbers(record: catalog.Model, weights: str, expert_weights: str | None, kv_cache: str) -> ModelNumbers:
     """The numbers of ``record`` at its weight, routed-expert and KV-cache precisions (names)."""
     counts = architecture.parameter_counts(record)
