@@ -78,9 +78,7 @@ def _micro_batches(s: configuration.Setup, concurrency: Any) -> tuple[Any, Any, 
     its micro-batches that are the larger (one micro-batch without pipeline stages)."""
     group = parallel.sequences_per_group(concurrency, s.groups)
     count = parallel.micro_batches(group, s.pp, s.sequential)
-    small = group // count
-    extra = group - small * count
-    return small + (extra > 0), small, where(extra > 0, extra / count, 1.0)
+    return formulas.micro_batch_sizes(group, count)
 
 
 class DecodeSteps(NamedTuple):

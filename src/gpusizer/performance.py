@@ -1,14 +1,16 @@
 """Decode and prefill speed of one model on one GPU type: composition only, no formula of its own.
 
-``speed(model, gpu, ...)`` unpacks the catalogue records into numbers (``architecture``,
-``precision``), counts the FLOPs and bytes of each operator class of an engine step (``decode``,
-``prefill``, ``roofline``), times them at the datasheet peaks (the ceiling) and at the efficiencies
-of ``data/efficiency.toml`` (the expected value), and attaches the p10-p90 band of the regime.
-``context``, ``concurrency`` and ``prompt`` broadcast like numpy arrays through every field.
+``speed(model, gpu, ...)`` unpacks the catalogue records into numbers (``unpack``, ``configuration``),
+counts the FLOPs and bytes of each operator class of an engine step (``step``, composed into decode
+rounds and chunked prefills by ``passes``), times them at the datasheet peaks (the ceiling) and at
+the efficiencies of ``data/efficiency.toml`` (the expected value), and attaches the p10-p90 band of
+the regime. ``context``, ``concurrency`` and ``prompt`` broadcast like numpy arrays through every field.
+``decode_numbers`` and ``prefill_numbers`` are the speed numbers of a configuration that ``estimate``
+and ``sweep`` share.
 
-``batch_throughput`` composes the same steps into a static batch (prefill of every prompt, then one
-decode step per output token), the setting of offline benchmarks; ``predict`` maps a calibration
-measurement onto these functions for ``efficiency.fit`` and the validation report.
+``batch_throughput`` (a static batch: prefill of every prompt, then one decode step per output
+token) and the calibration hooks ``predict`` and ``keys`` live in ``measurement`` and are re-exported
+here.
 
 Multi-GPU: ``layout`` (``gpusizer.parallel``) says how ``gpus`` GPUs share the model. Tensor
 parallelism shards weights, KV heads and FLOPs and adds two all-reduces per layer, timed by the

@@ -43,6 +43,7 @@ __all__ = [
     "experts_held",
     "experts_touched",
     "kv_read_bytes",
+    "micro_batch_sizes",
     "pipeline_hops",
 ]
 
@@ -336,3 +337,34 @@ def collective_seconds(
     .. math:: t_{comm} = n_{ar}\,t_{ar} + n_{a2a}\,t_{a2a} + n_{hop}\,t_{hop}
     """
     return allreduces * allreduce + alltoalls * alltoall + hops * hop
+
+
+def micro_batch_sizes(sequences: Any, micro_batches: Any) -> tuple[Any, Any, Any]:
+    r"""Sequences of the larger and the smaller micro-batches when ``sequences`` split into
+    ``micro_batches`` as evenly as whole sequences allow, and the share of micro-batches that are the larger.
+
+    Parameters
+    ----------
+    sequences : array_like
+        Sequences of one data-parallel group. [-]
+    micro_batches : array_like
+        Micro-batches in flight (``parallel.micro_batches``). [-]
+
+    Returns
+    -------
+    (numeric, numeric, numeric)
+        Larger and smaller micro-batch [-], and the share of the larger [-] (1 when all are equal).
+
+    Notes
+    -----
+    .. math:: s_- = \lfloor s / m \rfloor, \quad r = s - m\,s_-, \quad s_+ = s_- + [r > 0],
+       \quad f_+ = r / m \text{ if } r > 0 \text{ else } 1
+
+    References
+    ----------
+    .. [1] Y. Huang et al., "GPipe: Efficient training of giant neural networks using pipeline
+       parallelism," arXiv:1811.06965, 2019.
+    """
+    small = sequences // micro_batches
+    extra = sequences - small * micro_batches
+    return small + (extra > 0), small, where(extra > 0, extra / micro_batches, 1.0)
