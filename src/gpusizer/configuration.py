@@ -244,6 +244,7 @@ def _layout_columns(
 
 
 def constants(s: Setup, table: efficiency.Table) -> efficiency.Constants:
+    """The efficiency constants of a setup's group (``efficiency.resolve``): engine, GPU class, format, fabric."""
     return efficiency.resolve(table, s.engine, s.gpu_class, s.family, s.fabric)
 
 

@@ -41,8 +41,9 @@ class Grid:
         return array.reshape(shape)
 
     def precisions(self, records: list[catalog.Model]) -> tuple[np.ndarray, Any, np.ndarray]:
-        """Precision names ``(weights, experts, kv_cache)`` along a trailing axis, the memory footprints
-        and the speed numbers of every model x weights x kv_cache, laid on the grid."""
+        """Precision names ``(weights, experts, kv_cache)`` along a trailing axis, and the numbers
+        (``unpack.model_numbers``) of every model x weights x kv_cache laid on the grid: stacked into one
+        record of arrays, and as an object array of records (``configuration.setups``)."""
         weights, kv = self.axes["weights"], self.axes["kv_cache"]
         names = np.empty((len(records), len(weights), len(kv), 3), dtype=object)
         numbers: list[unpack.ModelNumbers] = []

@@ -177,6 +177,7 @@ def column(values: list[Any], codes: np.ndarray) -> np.ndarray:
 
 
 def objects(values: Sequence[Any]) -> np.ndarray:
+    """A 1-d object array of ``values``, each kept whole."""
     out = np.empty(len(values), dtype=object)
     for i, value in enumerate(values):  # element by element: numpy would unpack tuples
         out[i] = value
@@ -184,7 +185,7 @@ def objects(values: Sequence[Any]) -> np.ndarray:
 
 
 def stack(records: list[Any], codes: np.ndarray) -> Any:
-    """One record of arrays from records of numbers (``ModelNumbers``, ``KvLayout``, estimator's footprint):
+    """One record of arrays from records of numbers (``ModelNumbers``, ``KvLayout``):
     every field becomes ``values[codes]``. Variable-length groups (``windows``, ``KvLayout.windowed``:
     pairs of window and count) are padded with ``(1, 0)``, a group that counts for nothing."""
     first = records[0]
