@@ -1,21 +1,21 @@
 """The orchestrator: compose the physics modules into one frozen answer. No formula lives here.
 
-``estimate(model, gpu, ...)`` looks up the records, unpacks them into numbers, calls
-``architecture``, ``precision``, ``memory`` and ``engines``, and keeps every intermediate in a
+``estimate(model, gpu, ...)`` looks up the records, unpacks them into numbers (``unpack``), calls
+``memory``, ``engines`` and ``performance``, and keeps every intermediate in a
 frozen ``Estimate``. ``context`` and ``concurrency`` may be arrays: every field then broadcasts.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields
 from functools import cache
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from gpusizer import architecture, catalog, efficiency, engines, memory, parallel, performance, precision
+from gpusizer import catalog, efficiency, engines, memory, parallel, performance, unpack
 from gpusizer.checks import cache_by_identity, integer_array, plain, scalar_or_array
 from gpusizer.numeric import number
 from gpusizer.presentation import Presented
@@ -23,7 +23,10 @@ from gpusizer.presentation import Presented
 if TYPE_CHECKING:  # for the annotation only: estimate applies a calibration through efficiency.calibrated_table
     from gpusizer import calibration as _calibration
 
-__all__ = ["Estimate", "MemoryBreakdown", "ParallelBreakdown", "estimate", "resolve_target"]
+__all__ = [
+    "Estimate", "MemoryBreakdown", "ParallelBreakdown", "engine_capacity", "estimate", "memory_numbers",
+    "parallel_numbers", "resolve_target",
+]
 
 
 @dataclass(frozen=True)
@@ -212,11 +215,11 @@ def estimate(
     if record.num_heads % plan.tp:
         warnings.warn(f"layout {plan.name!r}: the {record.num_heads} attention heads of {record.id} do not divide by "
                       f"{plan.tp}, which engines refuse; see gpusizer.best_layout", stacklevel=2)
-    w, experts, kv_name = _precisions(record, weights, kv_cache)
-    footprint = _footprint(record, w, experts, kv_name)
-    sizes = _memory_numbers(footprint, profile, _capacity(device, profile), count, ctx, users, plan)
+    w, experts, kv_name = unpack.checkpoint_precisions(record, weights, kv_cache)
+    numbers = unpack.model_numbers(record, w, experts, kv_name)
+    sizes = memory_numbers(numbers, profile, engine_capacity(device, profile), count, ctx, users, plan)
     table = efficiency.bundled() if calibration is None else _calibrated(calibration, profile.name, device)
-    decode, prefill = performance._speed(
+    decode, prefill = performance.speed_of(
         record, device, w, experts, kv_name, count, profile.name, plan, table, _scale_out(system), ctx, users, asked,
         None,
     )
@@ -268,104 +271,51 @@ def _parallel_breakdown(
     plan: parallel.Layout, decode: performance.Decode, prefill: performance.Prefill
 ) -> ParallelBreakdown:
     """The layout and what it costs, from the decode and prefill records."""
-    speedup = plan.gpus * decode.scaling_efficiency
-    return ParallelBreakdown(
-        layout=plan.name,
-        gpus=plan.gpus,
+    links = decode.links if plan.gpus > 1 else "none"
+    numbers = parallel_numbers(plan, plan.gpus, links, vars(decode), prefill.scaling_efficiency)
+    return ParallelBreakdown(layout=plan.name, gpus=plan.gpus, **numbers)
+
+
+def parallel_numbers(
+    plan: Any, gpus: Any, links: Any, decode: Mapping[str, Any], prefill_scaling_efficiency: Any
+) -> dict[str, Any]:
+    """The fields of ``ParallelBreakdown`` but ``layout`` and ``gpus`` (shared by ``estimate`` and ``sweep``).
+
+    ``plan`` is the layout (``parallel.Layout``, or any record of its ``tp``, ``pp``, ``ep``, ``dp`` and
+    ``attention_dp``), ``gpus`` its GPU count [-], ``links`` the link classes its collectives cross and
+    ``decode`` the fields of ``performance.Decode`` (``performance.decode_numbers``); numbers, or arrays
+    that broadcast. The speedup is ``gpus * scaling_efficiency``.
+    """
+    speedup = gpus * decode["scaling_efficiency"]
+    return dict(
         tensor_parallel=plan.tp,
         pipeline_parallel=plan.pp,
         expert_parallel=plan.ep,
         data_parallel=plan.dp,
         attention_data_parallel=plan.attention_dp,
-        links=_links(plan, decode),
-        scaling_efficiency=decode.scaling_efficiency,
-        prefill_scaling_efficiency=prefill.scaling_efficiency,
-        communication_seconds_per_step=decode.communication_seconds,
-        communication_share=scalar_or_array(decode.communication_seconds / decode.tpot_seconds_expected),
-        reference_tokens_per_second=scalar_or_array(decode.expected_tokens_per_second / speedup),
+        links=links,
+        scaling_efficiency=decode["scaling_efficiency"],
+        prefill_scaling_efficiency=prefill_scaling_efficiency,
+        communication_seconds_per_step=decode["communication_seconds"],
+        communication_share=scalar_or_array(decode["communication_seconds"] / decode["tpot_seconds_expected"]),
+        reference_tokens_per_second=scalar_or_array(decode["expected_tokens_per_second"] / speedup),
         speedup=scalar_or_array(speedup),
     )
 
 
-def _links(plan: parallel.Layout, decode: performance.Decode) -> str:
-    return decode.links if plan.gpus > 1 else "none"
-
-
-# --- records to numbers, and the memory numbers of a configuration -------------------------------
-# ``estimate`` and ``sweep`` share these: a footprint, an engine profile and a capacity are numbers for
+# --- the memory numbers of a configuration ------------------------------------------------------
+# ``estimate`` and ``sweep`` share these: a model's numbers, an engine profile and a capacity are numbers for
 # one configuration, or records of arrays (``sweep``) that broadcast over many.
 
 
-def _precisions(record: catalog.Model, weights: str | None, kv_cache: str | None) -> tuple[str, str | None, str]:
-    """Names of the weight, routed-expert and KV-cache precisions, defaults filled from the checkpoint."""
-    w = precision.precision(weights if weights is not None else record.weights).name
-    experts = None if weights is not None or record.expert_weights is None else record.expert_weights
-    return w, experts, kv_cache if kv_cache is not None else record.activation_dtype
-
-
-class _Footprint(NamedTuple):
-    """A model at one set of precisions, as the numbers its memory needs."""
-
-    stored_bytes: Any
-    """Every weight as the checkpoint stores it. [B]"""
-    replicated_bytes: Any
-    """Weights every tensor-parallel rank keeps whole: vectors, and MLA's down-projections at the
-    weight precision. [B]"""
-    layer_bytes: Any
-    """Decoder layers without routed experts, embedding or head (``parallel.weight_parts``). [B]"""
-    expert_bytes: Any
-    """Routed experts. [B]"""
-    embedding_bytes: Any
-    head_bytes: Any
-    num_layers: Any
-    num_experts: Any
-    hidden: Any
-    ffn_width: Any
-    vocab: Any
-    layout: architecture.KvLayout
-    kv_bpe: Any
-    """KV-cache bytes per element. [B]"""
-    act_bpe: Any
-    """Activation bytes per element. [B]"""
-    limit: Any
-    """Longest context the model takes. [token]"""
-
-
-@cache_by_identity
-def _footprint(record: catalog.Model, weights: str, experts: str | None, kv_cache: str) -> _Footprint:
-    """The memory numbers of a model at its precisions (cached: records are frozen)."""
-    act_bpe = precision.bytes_per_element(record.activation_dtype)
-    counts = architecture.parameter_counts(record)
-    parts = parallel.weight_parts(record, weights, experts, record.activation_dtype)
-    return _Footprint(
-        stored_bytes=precision.stored_weight_bytes(
-            counts, precision.precision(weights), experts, record.activation_dtype
-        ),
-        replicated_bytes=parts.replicated,
-        layer_bytes=parts.layers,
-        expert_bytes=parts.experts,
-        embedding_bytes=parts.embedding,
-        head_bytes=parts.head,
-        num_layers=record.num_layers,
-        num_experts=record.moe.num_experts if record.moe else 1,
-        hidden=record.hidden_size,
-        ffn_width=architecture.ffn_width_per_token(record),
-        vocab=record.vocab_size,
-        layout=architecture.kv_layout(record),
-        kv_bpe=precision.kv_bytes_per_element(kv_cache),
-        act_bpe=act_bpe,
-        limit=record.max_context or 2**24,
-    )
-
-
-def _capacity(device: catalog.GPU, profile: engines.EngineProfile) -> float:
-    """Memory the engine may use on one such GPU. [B]"""
+def engine_capacity(device: catalog.GPU, profile: engines.EngineProfile) -> float:
+    """Memory the engine may use on one such GPU (``engines.device_capacity``). [B]"""
     unified = "unified" in (device.memory_type or "").lower()
     return engines.device_capacity(device.capacity, unified, profile)
 
 
 #: Activation peak of an engine's largest forward pass, by ``EngineProfile.activation``. [B]
-_ACTIVATION: dict[str, Callable[[_Footprint, Any, Any], Any]] = {
+_ACTIVATION: dict[str, Callable[[unpack.ModelNumbers, Any, Any], Any]] = {
     "vllm": lambda f, e, count: memory.vllm_activation_bytes(
         e.batched_tokens, f.hidden, f.ffn_width, f.vocab, e.max_sequences, f.act_bpe, count
     ),
@@ -385,12 +335,14 @@ def _by_name(name: Any, value: Callable[[str], Any]) -> Any:
     return out
 
 
-def _memory_numbers(
-    f: _Footprint, e: Any, capacity_bytes: Any, count: Any, ctx: Any, users: Any, plan: Any = None
+def memory_numbers(
+    f: unpack.ModelNumbers, e: Any, capacity_bytes: Any, count: Any, ctx: Any, users: Any, plan: Any = None
 ) -> dict[str, Any]:
-    """Memory fields of ``Estimate``: the breakdown per GPU, the KV pool and its limits.
+    """The memory numbers of a configuration: the fields of ``Estimate``'s breakdown per GPU, the KV pool
+    and its limits (shared by ``estimate`` and ``sweep``).
 
-    ``f`` a footprint, ``e`` an engine profile (or any record with its fields), ``capacity_bytes`` [B],
+    ``f`` a model's numbers (``unpack.model_numbers``, or ``unpack.stack`` of them), ``e`` an engine
+    profile (or any record with its fields), ``capacity_bytes`` [B],
     ``count`` GPUs, ``ctx`` [token] and ``users``: numbers, or arrays that broadcast. ``plan`` is the
     layout (``parallel.Layout``, or any record of its ``tp``, ``pp``, ``ep``, ``dp`` and
     ``attention_dp`` as arrays); without one the ``count`` GPUs are tensor parallel. Per GPU: the

@@ -4,8 +4,8 @@ workloads, by numpy broadcasting.
 ``sweep(models, gpus, ...)`` turns each distinct record into numbers once (a model at a precision,
 a GPU, an engine: loops over the records, never over configurations), lays them out along their own
 axis of one broadcast grid (models ``(M, 1, 1, ...)``, GPUs ``(1, G, 1, ...)``, ...), and runs the
-same numeric core as ``estimate`` over it: ``estimator._memory_numbers`` for memory and
-``performance._decode_numbers`` / ``_prefill_numbers`` for speed. Every number therefore equals
+same numeric core as ``estimate`` over it: ``estimator.memory_numbers`` for memory and
+``performance.decode_numbers`` / ``prefill_numbers`` for speed. Every number therefore equals
 ``estimate``'s for that configuration; ``tests/test_sweep.py`` checks it field by field.
 
 The answer is a ``Sweep``: one row per configuration, its columns flat numpy arrays (kept compact,
@@ -24,16 +24,17 @@ import csv
 import itertools
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, fields, is_dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from types import SimpleNamespace
 from typing import IO, Any
 
 import numpy as np
 
-from gpusizer import catalog, efficiency, engines, parallel, performance
-from gpusizer.checks import integer_array, map_arrays
-from gpusizer.estimator import Estimate, _capacity, _footprint, _memory_numbers, _precisions
+from gpusizer import catalog, configuration, engines, estimator, parallel, performance, unpack
+from gpusizer import grid as grid_
+from gpusizer.checks import integer_array
+from gpusizer.estimator import Estimate
 
 __all__ = ["AXES", "Sweep", "estimate_row", "sweep"]
 
@@ -291,13 +292,6 @@ def _counts(value: Any, name: str) -> np.ndarray:
     return integer_array(np.ravel(np.asarray(value)), name, minimum=1)
 
 
-def _objects(values: Sequence[Any]) -> np.ndarray:
-    out = np.empty(len(values), dtype=object)
-    for i, value in enumerate(values):
-        out[i] = value
-    return out
-
-
 def sweep(
     models: Any = None,
     gpus: Any = None,
@@ -381,61 +375,27 @@ def sweep(
         **({} if prompts is None else {"prompt": tuple(prompts.tolist())}),
         "concurrency": tuple(_counts(concurrency, "concurrency").tolist()),
     }
-    grid = _Grid(axes)
+    grid = grid_.Grid(axes)
     plans = _plans(records, counts, layout)
-
-    # records to numbers: per model x weights x kv_cache, per GPU, per engine, per GPU x engine, per count
-    names, footprints, numbers = grid.precisions(records)
-    engine_codes = grid.along("engine", np.arange(len(profiles)))
-    e = SimpleNamespace(**{
-        name: performance._column([getattr(p, name) for p in profiles], engine_codes)
-        for name in engines.EngineProfile.model_fields if not isinstance(getattr(profiles[0], name), tuple)
-    })
-    capacity = grid.along(("gpu", "engine"), np.array([[_capacity(d, p) for p in profiles] for d in devices]))
+    names, numbers, each = grid.precisions(records)  # stacked, and one record per cell
+    count = grid.along("gpu_count", counts)
     plan = SimpleNamespace(**{
         name: grid.along("gpu_count", np.array([getattr(p, name) for p in plans]))
         for name in ("tp", "pp", "ep", "dp", "attention_dp")
     })
-    count = grid.along("gpu_count", counts)
-    tables, index = _tables(devices, profiles, calibration)
-    setups = [performance._setups(numbers, grid.along("gpu", _objects(devices)), count,
-                                  _objects([p.name for p in profiles])[engine_codes], layout, t) for t in tables]
-
-    # the numeric core, shared with estimate
     ctx, users = grid.along("context", np.asarray(axes["context"])), grid.along("concurrency", axes["concurrency"])
     asked = ctx if prompts is None else grid.along("prompt", prompts)
-    memory = _memory_numbers(footprints, e, capacity, count, ctx, users, plan)
-    s, c = (_compact(_merged(index, grid, [x[k] for x in setups])) for k in (0, 1))
-    bands = {(phase, batch): _merged(index, grid, [performance._bands(t, phase, x[0], x[1], batch)
-                                                    for t, x in zip(tables, setups, strict=True)])
-             for phase, batch in (("decode", "batch 1"), ("decode", "batch > 1"), ("prefill", None))}
-    decode = performance._decode_numbers(s, c, (bands["decode", "batch 1"], bands["decode", "batch > 1"]), ctx, users)
-    first = (decode["tpot_seconds_ceiling"], decode["tpot_seconds_expected"]) if prompts is None else None
-    prefill = performance._prefill_numbers(s, c, bands["prefill", None], asked, users, None, first)
-
-    # labels that estimate writes as strings of one configuration
-    decode["regime"] = np.where(users == 1, grid.along("gpu_count", _regimes("decode", s, counts, "batch 1")),
-                                grid.along("gpu_count", _regimes("decode", s, counts, "batch > 1")))
-    prefill["regime"] = grid.along("gpu_count", _regimes("prefill", s, counts, None))
-    for values in (decode, prefill):
-        values.update(constants=c.group, informed=c.informed, compute_rate_published=s.published)
-    decode.update(layout=grid.along("gpu_count", _objects([p.name for p in plans])), links=s.links)
-    speedup = np.multiply(count, decode["scaling_efficiency"])
-    parallel_ = {
-        "layout": decode["layout"], "tensor_parallel": plan.tp, "pipeline_parallel": plan.pp,
-        "expert_parallel": plan.ep, "data_parallel": plan.dp, "attention_data_parallel": plan.attention_dp,
-        "links": np.where(count > 1, s.links, "none").astype(object),
-        "scaling_efficiency": decode["scaling_efficiency"],
-        "prefill_scaling_efficiency": prefill["scaling_efficiency"],
-        "communication_seconds_per_step": decode["communication_seconds"],
-        "communication_share": np.divide(decode["communication_seconds"], decode["tpot_seconds_expected"]),
-        "reference_tokens_per_second": np.divide(decode["expected_tokens_per_second"], speedup),
-        "speedup": speedup,
-    }
+    memory = _memory(grid, numbers, devices, profiles, count, ctx, users, plan)
+    s, c, decode, prefill = _speed(grid, each, devices, profiles, count, layout, calibration, ctx, users, asked,
+                                   prompts is None)
+    _label(grid, s, c, decode, prefill, users, counts, plans)
+    links = np.where(count > 1, s.links, "none").astype(object)
+    parallel_ = {"layout": decode["layout"],
+                 **estimator.parallel_numbers(plan, count, links, decode, prefill["scaling_efficiency"])}
     flat: dict[str, Any] = {
-        "model": grid.along("model", _objects(axes["model"])),
-        "gpu": grid.along("gpu", _objects(axes["gpu"])),
-        "engine": grid.along("engine", _objects(axes["engine"])),
+        "model": grid.along("model", unpack.objects(axes["model"])),
+        "gpu": grid.along("gpu", unpack.objects(axes["gpu"])),
+        "engine": grid.along("engine", unpack.objects(axes["engine"])),
         "gpu_count": count,
         **{name: names[..., i] for i, name in enumerate(("weights", "expert_weights", "kv_cache"))},
         "context": ctx,
@@ -452,36 +412,51 @@ def sweep(
     return Sweep(data=data, shape=grid.shape, axes=axes)
 
 
-class _Grid:
-    """Where each axis lies in the broadcast grid, and values laid along axes."""
+def _memory(
+    grid: grid_.Grid, numbers: Any, devices: list[catalog.GPU], profiles: list[engines.EngineProfile], count: Any,
+    ctx: Any, users: Any, plan: Any,
+) -> dict[str, Any]:
+    """``estimator.memory_numbers`` over the grid: the engine profiles' fields laid along the engine axis."""
+    codes = grid.along("engine", np.arange(len(profiles)))
+    e = SimpleNamespace(**{
+        name: unpack.column([getattr(p, name) for p in profiles], codes)
+        for name in engines.EngineProfile.model_fields if not isinstance(getattr(profiles[0], name), tuple)
+    })
+    capacity = np.array([[estimator.engine_capacity(d, p) for p in profiles] for d in devices])
+    return estimator.memory_numbers(numbers, e, grid.along(("gpu", "engine"), capacity), count, ctx, users, plan)
 
-    def __init__(self, axes: Mapping[str, tuple[Any, ...]]) -> None:
-        self.axes = axes
-        self.at = {name: i for i, name in enumerate(axes)}
-        self.shape = tuple(len(v) for v in axes.values())
 
-    def along(self, names: str | tuple[str, ...], values: Any) -> np.ndarray:
-        """``values``, with one dimension per axis in ``names`` (in grid order), laid on the grid."""
-        names = (names,) if isinstance(names, str) else names
-        array = np.asarray(values) if not isinstance(values, np.ndarray) else values
-        shape = [1] * len(self.shape)
-        for name, size in zip(names, array.shape, strict=True):
-            shape[self.at[name]] = size
-        return array.reshape(shape)
+def _speed(
+    grid: grid_.Grid, each: np.ndarray, devices: list[catalog.GPU], profiles: list[engines.EngineProfile],
+    count: Any, layout: str, calibration: Any, ctx: Any, users: Any, asked: Any, same_prompt: bool,
+) -> tuple[Any, Any, dict[str, Any], dict[str, Any]]:
+    """The setups, constants, decode and prefill fields over the grid (``configuration.setups``,
+    ``performance.decode_numbers`` and ``prefill_numbers``), each GPU x engine with its own table."""
+    tables, index = grid_.tables(devices, profiles, calibration)
+    engine_names = unpack.objects([p.name for p in profiles])[grid.along("engine", np.arange(len(profiles)))]
+    setups = [configuration.setups(each, grid.along("gpu", unpack.objects(devices)), count, engine_names, layout, t)
+              for t in tables]
+    s, c = (grid_.compact(grid_.merged(index, grid, [x[k] for x in setups])) for k in (0, 1))
+    bands = {(phase, batch): grid_.merged(index, grid, [performance.band_factors(t, phase, x[0], x[1], batch)
+                                                        for t, x in zip(tables, setups, strict=True)])
+             for phase, batch in (("decode", "batch 1"), ("decode", "batch > 1"), ("prefill", None))}
+    decode = performance.decode_numbers(s, c, (bands["decode", "batch 1"], bands["decode", "batch > 1"]), ctx, users)
+    first = (decode["tpot_seconds_ceiling"], decode["tpot_seconds_expected"]) if same_prompt else None
+    prefill = performance.prefill_numbers(s, c, bands["prefill", None], asked, users, None, first)
+    return s, c, decode, prefill
 
-    def precisions(self, records: list[catalog.Model]) -> tuple[np.ndarray, Any, np.ndarray]:
-        """Precision names ``(weights, experts, kv_cache)`` along a trailing axis, the memory footprints
-        and the speed numbers of every model x weights x kv_cache, laid on the grid."""
-        weights, kv = self.axes["weights"], self.axes["kv_cache"]
-        names = np.empty((len(records), len(weights), len(kv), 3), dtype=object)
-        footprints, numbers = [], []
-        for (i, record), (j, w), (k, cache) in itertools.product(enumerate(records), enumerate(weights), enumerate(kv)):
-            names[i, j, k] = chosen = _precisions(record, w, cache)
-            footprints.append(_footprint(record, *chosen))
-            numbers.append(performance._model(record, *chosen))
-        codes = self.along(("model", "weights", "kv_cache"), np.arange(len(numbers)).reshape(names.shape[:3]))
-        laid = names.reshape((*codes.shape, 3))
-        return laid, performance._stack(footprints, codes), performance._objects(numbers)[codes]
+
+def _label(
+    grid: grid_.Grid, s: Any, c: Any, decode: dict[str, Any], prefill: dict[str, Any], users: Any,
+    counts: np.ndarray, plans: list[parallel.Layout],
+) -> None:
+    """Add the labels that ``estimate`` writes as strings of one configuration to ``decode`` and ``prefill``."""
+    decode["regime"] = np.where(users == 1, grid.along("gpu_count", _regimes("decode", s, counts, "batch 1")),
+                                grid.along("gpu_count", _regimes("decode", s, counts, "batch > 1")))
+    prefill["regime"] = grid.along("gpu_count", _regimes("prefill", s, counts, None))
+    for values in (decode, prefill):
+        values.update(constants=c.group, informed=c.informed, compute_rate_published=s.published)
+    decode.update(layout=grid.along("gpu_count", unpack.objects([p.name for p in plans])), links=s.links)
 
 
 def _plans(records: list[catalog.Model], counts: np.ndarray, layout: str) -> list[parallel.Layout]:
@@ -495,64 +470,9 @@ def _plans(records: list[catalog.Model], counts: np.ndarray, layout: str) -> lis
     return plans
 
 
-def _tables(
-    devices: list[catalog.GPU], profiles: list[engines.EngineProfile], calibration: Any
-) -> tuple[list[efficiency.Table], np.ndarray]:
-    """The distinct efficiency tables, and which one each GPU x engine uses (calibrated where
-    ``calibration`` covers its engine class and GPU class, as in ``estimate``)."""
-    if calibration is None:
-        return [efficiency.bundled()], np.zeros((len(devices), len(profiles)), dtype=np.intp)
-    from gpusizer import calibration as calibrations
-
-    found: dict[tuple[str, str], efficiency.Table] = {}
-    for device, profile in itertools.product(devices, profiles):
-        key = (efficiency.engine_class(profile.name), efficiency.gpu_class(device.memory_type))
-        if key not in found:
-            found[key] = calibrations.efficiency_table(calibration, profile.name, device)
-    distinct = list({id(t): t for t in found.values()}.values())
-    index = [[next(i for i, t in enumerate(distinct) if t is found[efficiency.engine_class(p.name),
-                                                                  efficiency.gpu_class(d.memory_type)])
-              for p in profiles] for d in devices]
-    return distinct, np.array(index, dtype=np.intp)
-
-
-def _merged(index: np.ndarray, grid: _Grid, values: list[Any]) -> Any:
-    """``values`` (one per table, each a record or tuple of arrays) merged: each GPU x engine takes the
-    value computed with its own table (``index``)."""
-    return values[0] if len(values) == 1 else _select(grid.along(("gpu", "engine"), index), values)
-
-
-def _select(pick: np.ndarray, values: list[Any]) -> Any:
-    first = values[0]
-    if isinstance(first, np.ndarray) or isinstance(first, int | float | np.number):
-        return np.choose(pick, np.broadcast_arrays(*values, pick)[:-1])
-    if is_dataclass(first) and not isinstance(first, type):
-        return replace(first, **{f.name: _select(pick, [getattr(v, f.name) for v in values]) for f in fields(first)})
-    if isinstance(first, tuple):
-        items = [_select(pick, list(group)) for group in zip(*values, strict=True)]
-        return type(first)(*items) if hasattr(first, "_fields") else tuple(items)
-    return first
-
-
-def _compact(value: Any) -> Any:
-    """``value`` (a record of arrays) with every array cut to length 1 along each axis it does not vary
-    on: the same numbers once broadcast, but the arithmetic on them then skips the axes they ignore
-    (a step's FLOPs do not depend on the GPU, the fixed costs only on the engine)."""
-    return map_arrays(_compact_array, value)
-
-
-def _compact_array(value: np.ndarray) -> np.ndarray:
-    for axis in range(value.ndim):
-        if value.shape[axis] > 1:
-            first = value.take([0], axis=axis)
-            if np.all((value == first) | ((value != value) & (first != first))):  # NaN equals NaN here
-                value = first
-    return value
-
-
 def _regimes(phase: str, s: Any, counts: np.ndarray, batch: str | None) -> np.ndarray:
-    """``performance._regime`` at each GPU count."""
-    return _objects([performance._regime(phase, replace(s, gpus=int(n)), batch) for n in counts])
+    """``performance.regime`` at each GPU count."""
+    return unpack.objects([performance.regime(phase, replace(s, gpus=int(n)), batch) for n in counts])
 
 
 def _costs(columns: Mapping[str, np.ndarray], prices: Mapping[str, float] | bool) -> dict[str, np.ndarray]:

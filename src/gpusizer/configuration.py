@@ -1,0 +1,263 @@
+"""A configuration's hardware and layout numbers: everything about it that no efficiency constant changes.
+
+``setup(record, device, weights, expert_weights, kv_cache, gpus, engine, split, table)`` is one
+configuration as a ``Setup`` of Python numbers; ``setups`` is the same for object arrays of records
+that broadcast together (``sweep``), each distinct record or pair of records worked out once and
+spread over the grid by integer codes. A ``Setup`` holds the model's numbers (``unpack``), the GPU's
+bandwidth and tensor peaks at the precisions (``roofline.tensor_peak``), the layout's degrees
+(``parallel.Layout``) and the achieved bandwidths and latency ratios of the links its collectives
+cross (``interconnect``). ``constants`` picks its efficiency group (``efficiency.resolve``).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, fields, replace
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from gpusizer import catalog, efficiency, interconnect, parallel, roofline, unpack
+from gpusizer import precision as precisions
+
+__all__ = ["Setup", "constants", "layout_plan", "main_fabric", "resolve", "setup", "setups"]
+
+
+@dataclass(frozen=True)
+class Setup:
+    """Everything about a configuration that does not depend on efficiency constants."""
+
+    model: unpack.ModelNumbers
+    gpus: int
+    split: str
+    engine: str
+    bandwidth: float
+    dense_peak: float
+    expert_peak: float
+    attention_peak: float
+    link_bandwidth: float
+    gpu_class: str
+    family: str
+    fabric: str
+    published: bool
+    tp: Any = 1
+    """Tensor-parallel degree (``parallel.Layout``). [-]"""
+    pp: Any = 1
+    """Pipeline stages. [-]"""
+    ep: Any = 1
+    """Expert-parallel degree. [-]"""
+    groups: Any = 1
+    """Data-parallel groups sharing the concurrency: replicas x attention groups. [-]"""
+    attention_dp: Any = 1
+    """Data-parallel attention groups feeding one expert-parallel group. [-]"""
+    sequential: Any = False
+    """Stages run one after the other without micro-batches (llama.cpp layer split)."""
+    tp_bus: Any = 1.0
+    """Achieved bus bandwidth of the tensor-parallel link. [B/s]"""
+    tp_hop: Any = 0.0
+    """Ring-step latency on it. [s]"""
+    tp_latency: Any = 1.0
+    """Its base latency over the fitted latency of ``fabric``. [-]"""
+    tp_custom: Any = False
+    """The engine runs its one-shot/two-shot all-reduce on it."""
+    custom_max_bytes: Any = 0.0
+    """Largest message of the custom all-reduce. [B]"""
+    pp_bandwidth: Any = 1.0
+    """Achieved bandwidth between pipeline stages. [B/s]"""
+    pp_latency: Any = 1.0
+    """Base latency of a stage hop over the fitted latency of ``fabric``. [-]"""
+    pp_hop: Any = 0.0
+    """Extra latency of one stage hop. [s]"""
+    ep_bandwidth: Any = 1.0
+    """Achieved all-to-all bandwidth of the expert-parallel link. [B/s]"""
+    ep_latency: Any = 1.0
+    """Its base latency over the fitted latency of ``fabric``. [-]"""
+    pipelined_prefill: Any = False
+    """The engine overlaps a prompt's chunks across pipeline stages."""
+    links: Any = ""
+    """Link classes the layout's collectives cross, for reports."""
+
+
+def _peak(rates: Any, p: precisions.Precision, integer_matmul: bool) -> tuple[float, str]:
+    if integer_matmul and p.weight_only:
+        return roofline.tensor_peak(rates, "int8")
+    return roofline.tensor_peak(rates, p.compute)
+
+
+@lru_cache(maxsize=256)
+def layout_plan(split: str, gpus: int) -> parallel.Layout:
+    """The layout a ``split`` (``tensor``, ``layer`` or a layout name) means on ``gpus`` GPUs."""
+    return parallel.layout({"tensor": "tp", "layer": "layer"}.get(split, split), gpus)
+
+
+def _roles(device: catalog.GPU, plan: parallel.Layout, scale_out: float | None = None) -> dict[str, Any]:
+    """The links of a layout's collectives: tensor parallel, expert parallel, between stages, across a replica."""
+    span = plan.group * plan.pp
+    tp, ep, pp = (interconnect.link_class(device, n, scale_out_bandwidth=scale_out) for n in (plan.tp, plan.ep, span))
+    main = tp if plan.tp > 1 else ep if plan.ep > 1 else pp
+    return {"tp": tp, "ep": ep, "pp": pp, "main": main}
+
+
+def main_fabric(device: catalog.GPU, gpus: int, split: str = "tensor") -> tuple[str, float]:
+    """Fitted fabric and line rate per direction of the link that carries most of the layout's traffic."""
+    main = _roles(device, layout_plan(split, gpus))["main"]
+    return main.fabric, main.bandwidth
+
+
+def _layout_fields(
+    device: catalog.GPU, gpus: int, engine: str, split: str, table: efficiency.Table, scale_out: float | None = None
+) -> dict[str, Any]:
+    """``Setup``'s layout fields for one GPU type, GPU count and engine (``interconnect`` constants)."""
+    plan = layout_plan(split, gpus)
+    roles = _roles(device, plan, scale_out)
+    fabrics = table.fabrics
+
+    def bus(link: interconnect.Link) -> float:
+        return link.bandwidth * (link.bandwidth_fraction or fabrics[link.fabric].bandwidth_fraction)
+
+    def ratio(link: interconnect.Link) -> float:
+        return fabrics[link.fabric].latency_seconds / fabrics[roles["main"].fabric].latency_seconds
+
+    tp, ep, pp = roles["tp"], roles["ep"], roles["pp"]
+    custom, limit = interconnect.custom_allreduce(efficiency.engine_class(engine), tp, plan.tp)
+    collectives = interconnect.bundled().engines.get(efficiency.engine_class(engine))
+    used = [f"tensor {tp.name}"] * (plan.tp > 1) + [f"expert {ep.name}"] * (plan.attention_dp > 1)
+    used += [f"pipeline {pp.name}"] * (plan.pp > 1)
+    return dict(
+        tp=plan.tp, pp=plan.pp, ep=plan.ep, groups=plan.dp * plan.attention_dp, attention_dp=plan.attention_dp,
+        sequential=plan.sequential, tp_bus=bus(tp), tp_hop=tp.hop_latency, tp_latency=ratio(tp), tp_custom=custom,
+        custom_max_bytes=limit, pp_bandwidth=bus(pp), pp_latency=ratio(pp), pp_hop=pp.hop_latency,
+        ep_bandwidth=ep.bandwidth * (ep.alltoall_fraction or ep.bandwidth_fraction
+                                     or fabrics[ep.fabric].bandwidth_fraction),
+        ep_latency=ratio(ep), pipelined_prefill=bool(collectives and collectives.pipelined_prefill),
+        links=", ".join(used) or "none",
+    )
+
+
+def setup(
+    record: catalog.Model,
+    device: catalog.GPU,
+    weights: str,
+    expert_weights: str | None,
+    kv_cache: str,
+    gpus: int,
+    engine: str,
+    split: str,
+    table: efficiency.Table,
+    scale_out: float | None = None,
+) -> Setup:
+    """One configuration's numbers: ``setups`` of one record each, its fields as Python scalars."""
+    numbers = unpack.model_numbers(record, weights, expert_weights, kv_cache)
+    cells = unpack.cell(numbers), unpack.cell(device), np.asarray(gpus), unpack.cell(engine)
+    s, _ = setups(*cells, split, table, scale_out)
+    items = {f.name: getattr(s, f.name) for f in fields(s) if isinstance(getattr(s, f.name), np.ndarray | np.generic)}
+    return replace(s, model=numbers, **{name: value.item() for name, value in items.items()})
+
+
+
+def setups(
+    numbers: np.ndarray, devices: np.ndarray, gpus: np.ndarray, engines: np.ndarray, split: str,
+    table: efficiency.Table, scale_out: float | None = None,
+) -> tuple[Setup, efficiency.Constants]:
+    """``setup`` and its constants for arrays of records that broadcast together, every field an array.
+
+    ``numbers`` (``unpack.ModelNumbers``), ``devices`` (``GPU``) and ``engines`` (engine names) are object arrays,
+    ``gpus`` an integer array. What depends on a pair of records (a GPU's peak at a precision, the
+    format family, the fabric, the efficiency group) is worked out once per distinct pair and spread
+    over the broadcast shape by indexing: no loop over configurations.
+    """
+    models, m = unpack.unique(numbers)
+    parts, g = unpack.unique(devices)
+    names, e = unpack.unique(engines)
+    counts, n = unpack.unique(np.asarray(gpus).astype(object))
+    formats: dict[precisions.Precision, int] = {}
+    for x in models:
+        formats.setdefault(x.weights, len(formats))
+        formats.setdefault(x.experts, len(formats))
+    integer = unpack.column([efficiency.resolve(table, x, "hbm", "16bit", "nvlink").integer_matmul for x in names], e)
+    peak = np.empty((len(formats), len(parts), 2))
+    family = np.empty(peak.shape, dtype=np.intp)
+    families: dict[str, int] = {}
+    for (i, p), (j, device), k in itertools.product(enumerate(formats), enumerate(parts), (0, 1)):
+        peak[i, j, k], used = _peak(device.dense, p, bool(k))
+        native = used == p.compute or p.compute in ("bf16", "fp16", "fp32")
+        name = efficiency.format_family(p.bits, p.compute, p.weight_only, native)
+        family[i, j, k] = families.setdefault(name, len(families))
+    fabric = np.empty((len(parts), len(counts)), dtype=np.intp)
+    link = np.empty(fabric.shape)
+    fabrics: dict[str, int] = {}
+    for (j, device), (q, count) in itertools.product(enumerate(parts), enumerate(counts)):
+        name, link[j, q] = main_fabric(device, int(count), split)
+        fabric[j, q] = fabrics.setdefault(name, len(fabrics))
+    layout = _layout_columns(names, parts, counts, (e, g, n), split, table, scale_out)
+    classes: dict[str, int] = {}
+    gpu_class = np.asarray([classes.setdefault(efficiency.gpu_class(d.memory_type), len(classes)) for d in parts])[g]
+    main = [formats[x.experts if x.expert_bytes > x.dense_bytes else x.weights] for x in models]
+    attention = np.asarray([[roofline.tensor_peak(d.dense, c)[0] for c in ("bf16", "fp8")] for d in parts])
+    dense_peak = peak[unpack.column([formats[x.weights] for x in models], m), g, integer.astype(np.intp)]
+    group = family[unpack.column(main, m), g, integer.astype(np.intp)]
+    keys = np.broadcast_arrays(e, gpu_class, group, fabric[g, n])
+    combos, inverse = np.unique(np.stack([k.ravel() for k in keys], axis=-1), axis=0, return_inverse=True)
+    labels = list(classes), list(families), list(fabrics)
+    resolved = [efficiency.resolve(table, names[a], labels[0][b], labels[1][c], labels[2][d]) for a, b, c, d in combos]
+    where = inverse.reshape(keys[0].shape)
+    columns: dict[str, Any] = {
+        f.name: unpack.column([getattr(r, f.name) for r in resolved], where) for f in fields(efficiency.Constants)
+    }
+    constants = efficiency.Constants(**columns)
+    arrays: dict[str, Any] = dict(  # the fields of Setup, as arrays
+        model=unpack.stack(models, m),
+        gpus=np.asarray(gpus),
+        split=split,
+        engine=unpack.column(names, e),
+        bandwidth=unpack.column([float(d.memory_bandwidth) for d in parts], g),
+        dense_peak=dense_peak,
+        expert_peak=peak[unpack.column([formats[x.experts] for x in models], m), g, integer.astype(np.intp)],
+        attention_peak=attention[g, unpack.column([int(x.kv_bpe <= 1) for x in models], m)],
+        link_bandwidth=link[g, n],
+        gpu_class=unpack.column(list(classes), gpu_class),
+        family=unpack.column(list(families), group),
+        fabric=unpack.column(list(fabrics), fabric[g, n]),
+        published=np.isfinite(dense_peak),
+        **layout,
+    )
+    return Setup(**arrays), constants
+
+
+def _layout_columns(
+    names: list[str], parts: list[catalog.GPU], counts: list[Any], codes: tuple[np.ndarray, ...], split: str,
+    table: efficiency.Table, scale_out: float | None = None,
+) -> dict[str, np.ndarray]:
+    """``_layout_fields`` per distinct engine, GPU and count, spread over the broadcast shape by ``codes``."""
+    combos = itertools.product(enumerate(names), enumerate(parts), enumerate(counts))
+    found = {(a, j, q): _layout_fields(device, int(count), name, split, table, scale_out)
+             for (a, name), (j, device), (q, count) in combos}
+    out = {}
+    for key, first in found[0, 0, 0].items():
+        grid = np.empty((len(names), len(parts), len(counts)), dtype=object)
+        for index, values in found.items():
+            grid[index] = values[key]
+        picked = np.asarray(grid[codes], dtype=object)
+        out[key] = picked if isinstance(first, str) else picked.astype(type(first))
+    return out
+
+
+def constants(s: Setup, table: efficiency.Table) -> efficiency.Constants:
+    """The efficiency constants of a setup's group (``efficiency.resolve``): engine, GPU class, format, fabric."""
+    return efficiency.resolve(table, s.engine, s.gpu_class, s.family, s.fabric)
+
+
+
+def resolve(
+    model: Any, gpu: Any, weights: str | None, expert_weights: str | None, kv_cache: str | None
+) -> tuple[catalog.Model, catalog.GPU, str, str | None, str]:
+    """Records and precision names of ``speed``'s arguments, checkpoint defaults filled in and names checked."""
+    record, device = catalog.model(model), catalog.gpu(gpu)
+    w = precisions.precision(weights if weights is not None else record.weights).name
+    if expert_weights is None and weights is None:
+        expert_weights = record.expert_weights
+    e = precisions.precision(expert_weights).name if expert_weights else None
+    kv = kv_cache if kv_cache is not None else record.activation_dtype
+    precisions.kv_bytes_per_element(kv)  # validates the name
+    return record, device, w, e, kv

@@ -1,0 +1,248 @@
+"""Engine passes of one configuration: the steps of a decode round and of a chunked prefill, and their times.
+
+``engine_step`` counts the FLOPs and bytes of one forward pass by operator class from a
+``configuration.Setup`` with the formulas of ``gpusizer.step``; ``step_seconds`` times them on the
+roofline (``roofline.roofline_time``) at the datasheet peaks or at fitted efficiencies
+(``efficiency.Constants``), with fixed costs (``decode.overhead_seconds``) and collectives
+(``interconnect``). ``decode_seconds`` and ``prefill_seconds`` compose passes into a round of
+micro-batches and a prompt of chunks. Composition only: every formula is a public function elsewhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from gpusizer import configuration, decode, efficiency, interconnect, parallel, prefill, roofline
+from gpusizer import step as formulas
+from gpusizer.checks import map_arrays, scalar_or_array
+from gpusizer.numeric import divide, every, where
+
+
+class Step(NamedTuple):
+    """FLOPs and bytes of one forward pass on one GPU, by operator class (arrays)."""
+
+    tokens: Any
+    dense_flops: Any
+    dense_bytes: Any
+    expert_flops: Any
+    expert_bytes: Any
+    attention_flops: Any
+    kv_bytes: Any
+    activation_bytes: Any
+    allreduce_bytes: Any
+    """One tensor-parallel all-reduce, and what a pipeline stage hands to the next. [B]"""
+    alltoall_bytes: Any
+    """What the busiest GPU moves in one MoE dispatch (or combine), its own share excluded. [B]"""
+    touched: Any
+
+
+def engine_step(
+    s: configuration.Setup, new: Any, before: Any, sequences: Any, *, head: Any, dims: tuple[int, int],
+    routed: Any = None,
+) -> Step:
+    """One pass through every layer in which ``sequences`` sequences of one data-parallel group each add
+    ``new`` tokens after ``before`` cached ones; ``routed`` tokens (default: those of every attention
+    group of the expert-parallel group) reach each MoE layer. The formulas are ``gpusizer.step``'s."""
+    m, tp, ep = s.model, s.tp, s.ep
+    tokens = sequences * new
+    routed = tokens * s.attention_dp if routed is None else routed
+    k = m.experts_per_token
+    dense = formulas.dense_weight_bytes(m.dense_bytes, m.streamed_head_bytes, head, m.replicated_bytes, tp)
+    held = formulas.experts_held(m.num_experts, ep)
+    share = formulas.expert_share(m.num_experts, ep, tp)
+    experts = formulas.expert_weight_bytes(routed, m.expert_bytes, m.num_experts, k, share)
+    moved = formulas.activation_bytes(tokens, m.num_layers, m.hidden, m.ffn_width, m.vocab, m.act_bpe, tp)
+    load = formulas.busiest_rank_assignments(routed, k, ep, tp, held)
+    active = tokens > 0
+    return Step(
+        tokens=tokens,
+        dense_flops=formulas.dense_flops(tokens, sequences * head, m.dense_params, m.head_params, tp),
+        dense_bytes=where(active, dense + moved, 0.0),
+        expert_flops=formulas.expert_flops(load, m.active_expert_params, k),
+        expert_bytes=where(active, experts, 0.0),
+        attention_flops=formulas.attention_flops(sequences, new, before, m.windows, m.heads, dims, m.state_elements,
+                                                 tp),
+        kv_bytes=where(active, formulas.kv_read_bytes(sequences, new, before, m.layout, m.kv_bpe, m.act_bpe, tp), 0.0),
+        activation_bytes=where(active, moved, 0.0),
+        allreduce_bytes=formulas.allreduce_bytes(tokens, m.hidden, m.act_bpe),
+        alltoall_bytes=formulas.alltoall_bytes(tokens, load, k, m.hidden, m.act_bpe, tp, ep, s.attention_dp),
+        touched=formulas.experts_touched(routed, m.num_experts, k, m.moe_layers),
+    )
+
+
+def _micro_batches(s: configuration.Setup, concurrency: Any) -> tuple[Any, Any, Any]:
+    """Sequences of the busiest data-parallel group's larger and smaller micro-batches, and the share of
+    its micro-batches that are the larger (one micro-batch without pipeline stages)."""
+    group = parallel.sequences_per_group(concurrency, s.groups)
+    count = parallel.micro_batches(group, s.pp, s.sequential)
+    return formulas.micro_batch_sizes(group, count)
+
+
+class DecodeSteps(NamedTuple):
+    """The passes of the busiest group's larger and smaller micro-batches (``small`` None when every
+    micro-batch is the larger), and the share of its micro-batches that are the larger."""
+
+    large: Step
+    small: Step | None
+    share: Any
+
+
+def decode_steps(s: configuration.Setup, context: Any, concurrency: Any) -> DecodeSteps:
+    large, small, share = _micro_batches(s, concurrency)
+    before = context - 1
+    first = engine_step(s, 1, before, large, head=1, dims=s.model.decode_dims)
+    if every(share == 1.0):
+        return DecodeSteps(first, None, share)
+    return DecodeSteps(first, engine_step(s, 1, before, small, head=1, dims=s.model.decode_dims), share)
+
+
+def decode_step(s: configuration.Setup, context: Any, concurrency: Any) -> Step:
+    """The pass of the busiest group's larger micro-batch."""
+    return decode_steps(s, context, concurrency).large
+
+
+def decode_seconds(
+    s: configuration.Setup,
+    c: efficiency.Constants | None,
+    context: Any,
+    concurrency: Any,
+    steps: DecodeSteps | None = None,
+    overhead: Any = None,
+) -> Any:
+    """Time per output token. With pipeline stages each stage works through every micro-batch in turn,
+    so a round (one token for every sequence) lasts the mean pass of the micro-batches in flight.
+    ``steps`` (``decode_steps(s, context, concurrency)``) and ``overhead`` (``overhead_seconds`` of
+    ``steps.large``): when the caller has them."""
+    large, small, share = steps if steps is not None else decode_steps(s, context, concurrency)
+    seconds = step_seconds(large, s, c, phase="decode", overhead=overhead)
+    if small is None:
+        return seconds
+    rest = step_seconds(small, s, c, phase="decode")
+    return share * seconds + (1.0 - share) * rest
+
+
+_ONE_GPU: dict[str, Any] = dict(tp=1, pp=1, ep=1, groups=1, attention_dp=1, sequential=False)
+
+
+def single_gpu(s: configuration.Setup) -> configuration.Setup:
+    """The same configuration on one GPU with unlimited memory: the reference of scaling efficiency."""
+    return replace(s, **_ONE_GPU)
+
+
+def is_single_gpu(s: configuration.Setup) -> bool:
+    """Whether ``s`` is its own ``single_gpu`` reference (a scalar setup on one GPU), so need not be rerun."""
+    return type(s.tp) is int and s.tp == s.pp == s.ep == s.groups == s.attention_dp == 1 and s.sequential is False
+
+
+def prefill_steps(s: configuration.Setup, prompt: Any, chunk: float, prompts: Any = 1) -> Step:
+    sizes: Any
+    before: Any
+    if type(prompt) is int and prompt <= chunk:  # one prompt of one chunk: no chunk axis to lay out
+        sizes, before = float(prompt), 0.0
+    else:
+        sizes, before = prefill.chunk_tokens(prompt, chunk)
+    last = (sizes > 0) & (before + sizes >= along_chunks(prompt))
+    asked = along_chunks(prompts)
+    group = parallel.sequences_per_group(asked, s.groups)
+    replica = parallel.sequences_per_group(asked, s.groups // s.attention_dp)
+    return engine_step(s, sizes, before, group, head=last, dims=s.model.prefill_dims, routed=sizes * replica)
+
+
+def prefill_seconds(
+    steps: Step,
+    s: configuration.Setup,
+    c: efficiency.Constants | None,
+    layout: configuration.Setup,
+    request: Any = 0.0,
+    overhead: Any = None,
+) -> Any:
+    """Prefill time from its chunk steps: one after the other, or flowing through the pipeline stages when
+    the engine overlaps them (``layout``: the setup without the chunk axis; ``overhead``: ``overhead_seconds``
+    of the steps when the caller has it)."""
+    seconds = step_seconds(steps, s, c, phase="prefill", overhead=overhead)
+    times = where(steps.tokens > 0, seconds, 0.0)
+    overlap = layout.pipelined_prefill & (layout.pp > 1)
+    chunked = prefill.chunked_seconds(times, steps.tokens, request)
+    if overlap is False:  # one configuration that does not overlap: no pipelined schedule to work out
+        return chunked
+    return scalar_or_array(where(overlap, parallel.pipelined_seconds(times, layout.pp) + request, chunked))
+
+
+def step_seconds(
+    step: Step, s: configuration.Setup, c: efficiency.Constants | None, *, phase: str, overhead: Any = None
+) -> Any:
+    """Step time at the ceiling (``c`` None) or expected; phase ``decode`` or ``prefill``; ``overhead``:
+    ``overhead_seconds`` of the step when the caller has it."""
+    mu = 1.0 if c is None else (c.decode_compute if phase == "decode" else c.compute)
+    eta = 1.0 if c is None else c.bandwidth
+    eta_kv = 1.0 if c is None else c.kv_bandwidth
+    mu_attention = 1.0 if c is None else c.compute
+    operators = [
+        roofline.roofline_time(step.dense_flops, step.dense_bytes, s.dense_peak, s.bandwidth,
+                               compute_efficiency=mu, bandwidth_efficiency=eta),
+        roofline.roofline_time(step.expert_flops, step.expert_bytes, s.expert_peak, s.bandwidth,
+                               compute_efficiency=mu, bandwidth_efficiency=eta),
+        roofline.roofline_time(step.attention_flops, step.kv_bytes, s.attention_peak, s.bandwidth,
+                               compute_efficiency=mu_attention, bandwidth_efficiency=eta_kv),
+    ]
+    if c is None:
+        return decode.step_seconds(operators)
+    return decode.step_seconds(operators, overhead_seconds(step, s, c) if overhead is None else overhead)
+
+
+def allreduce_seconds(step: Step, s: configuration.Setup, c: efficiency.Constants) -> Any:
+    """One tensor-parallel all-reduce of the step, by the algorithm the engine runs on the link."""
+    if is_single_gpu(s):  # one GPU: nothing to reduce (every term below is 0)
+        return 0.0
+    return interconnect.engine_allreduce_seconds(step.allreduce_bytes, s.tp, s.tp_bus, c.latency_seconds * s.tp_latency,
+                                                 s.tp_hop, custom=s.tp_custom, custom_max_bytes=s.custom_max_bytes)
+
+
+def communication_seconds(step: Step, s: configuration.Setup, c: efficiency.Constants, allreduce: Any = None) -> Any:
+    """All collectives of a pass: all-reduces per mixer and FFN (the MoE FFN's only when every GPU sees
+    every token), a dispatch and a combine per MoE layer under data-parallel attention, and a hop per
+    stage boundary (``allreduce``: ``allreduce_seconds`` of the step when the caller has it)."""
+    if is_single_gpu(s):  # one GPU: no collective (every term below is 0)
+        return 0.0
+    m = s.model
+    alpha = c.latency_seconds
+    exchange = interconnect.alltoall_seconds(step.alltoall_bytes, s.ep, s.ep_bandwidth, alpha * s.ep_latency)
+    hop = interconnect.p2p_seconds(step.allreduce_bytes, s.pp_bandwidth, c.latency_seconds * s.pp_latency + s.pp_hop)
+    allreduce = allreduce_seconds(step, s, c) if allreduce is None else allreduce
+    total = formulas.collective_seconds(
+        formulas.allreduce_count(m.allreduce_layers, m.moe_layers, s.attention_dp), allreduce,
+        formulas.alltoall_count(m.moe_layers, s.attention_dp), exchange, formulas.pipeline_hops(s.pp), hop,
+    )
+    return where(step.tokens > 0, total, 0.0)
+
+
+def overhead_seconds(step: Step, s: configuration.Setup, c: efficiency.Constants, communication: Any = None) -> Any:
+    """Fixed costs and collectives of a pass (``communication``: ``communication_seconds`` when the caller has it)."""
+    communication = communication_seconds(step, s, c) if communication is None else communication
+    fixed = decode.overhead_seconds(s.model.num_layers, c.layer_seconds, c.step_seconds,
+                                    moe_layers=s.model.moe_layers, moe_layer_seconds=c.moe_layer_seconds)
+    return where(step.tokens > 0, fixed + communication, 0.0)
+
+
+def bound_seconds(step: Step, s: configuration.Setup) -> tuple[Any, Any]:
+    """Arithmetic and memory time of a step at the datasheet peaks."""
+    compute = (divide(step.dense_flops, s.dense_peak) + divide(step.expert_flops, s.expert_peak)
+               + divide(step.attention_flops, s.attention_peak))
+    memory_ = (step.dense_bytes + step.expert_bytes + step.kv_bytes) / s.bandwidth
+    return compute, memory_
+
+
+
+def along_chunks(value: Any) -> Any:
+    """``value`` with a trailing axis on every array, to broadcast against ``prefill.chunk_tokens``' chunks."""
+    return map_arrays(lambda array: array[..., None], value)
+
+
+def over_chunks(value: Any) -> Any:
+    """Sum over the trailing chunk axis of ``prefill.chunk_tokens``; a scalar is a prompt of one chunk."""
+    return scalar_or_array(value.sum(axis=-1)) if type(value) is np.ndarray else value
+
+

@@ -1,0 +1,54 @@
+"""Tests of gpusizer.step: the FLOPs, bytes and collectives of one engine step."""
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+from numpy.testing import assert_allclose
+
+from gpusizer import step
+
+counts = st.integers(1, 4096)
+degrees = st.sampled_from([1, 2, 4, 8])
+
+
+@given(tokens=counts, tp=degrees)
+def test_tensor_parallel_conserves_dense_flops(tokens, tp):
+    """p ranks x per-rank FLOPs = the FLOPs of one GPU (Shoeybi et al., arXiv:1909.08053)."""
+    one = step.dense_flops(tokens, 1, 7e9, 5e8, 1)
+    assert_allclose(tp * step.dense_flops(tokens, 1, 7e9, 5e8, tp), one, rtol=1e-12)
+
+
+def test_dense_flops_are_two_per_parameter_and_token():
+    """2 N FLOPs per token (Kaplan et al., arXiv:2001.08361)."""
+    assert step.dense_flops(10, 1, 1e9, 1e8, 1) == 2 * 10 * 1e9 + 2 * 1e8
+
+
+def test_expert_share_is_tensor_sharding_without_expert_parallelism():
+    assert_allclose(step.expert_share(256, np.array([1, 8, 3]), np.array([4, 1, 1])), [1 / 4, 32 / 256, 86 / 256])
+
+
+@given(num_experts=st.integers(1, 512), ep=degrees)
+def test_busiest_rank_holds_at_least_its_even_share(num_experts, ep):
+    assert step.experts_held(num_experts, ep) * ep >= num_experts
+
+
+def test_alltoall_only_under_data_parallel_attention():
+    tokens = np.array([64.0, 64.0])
+    moved = step.alltoall_bytes(tokens, 512.0, 8, 7168, 2, 1, 8, np.array([1, 8]))
+    assert moved[0] == 0 and moved[1] == 512 * 7168 * 2 * 7 / 8
+    assert_allclose(step.alltoall_count(61, np.array([1, 8])), [0, 122])
+    assert_allclose(step.allreduce_count(122, 58, np.array([1, 8])), [122, 64])
+
+
+def test_assignments_spread_evenly_without_expert_parallelism():
+    assert step.busiest_rank_assignments(100, 8, 1, 2, 256) == 400
+    several = step.busiest_rank_assignments(np.array([100, 100]), 8, np.array([1, 8]), 1, np.array([256, 32]))
+    assert several[0] == 800 and several[1] >= 100
+
+
+def test_collectives_broadcast_like_the_scalars():
+    allreduces, hops = np.array([[80], [0]]), np.array([0, 1, 3])
+    out = step.collective_seconds(allreduces, 1e-5, 0, 0.0, hops, 2e-5)
+    expected = [[step.collective_seconds(a, 1e-5, 0, 0.0, h, 2e-5) for h in hops] for a in allreduces.ravel()]
+    assert_allclose(out, expected)
+    assert step.pipeline_hops(1) == 0
