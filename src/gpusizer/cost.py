@@ -263,8 +263,8 @@ def usd_per_month(usd_per_gpu_hour: Any, gpus: Any, replicas: Any = 1, hours: An
     >>> usd_per_month(2.0, 8, replicas=2)
     23360.0
     """
-    return scalar_or_array(positive_array(usd_per_gpu_hour, "usd_per_gpu_hour") * positive_array(gpus, "gpus") * np.asarray(replicas)
-                           * np.asarray(hours, dtype=float))
+    paid = positive_array(usd_per_gpu_hour, "usd_per_gpu_hour") * positive_array(gpus, "gpus")
+    return scalar_or_array(paid * np.asarray(replicas) * np.asarray(hours, dtype=float))
 
 
 def phase_usd_per_million_tokens(
