@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gpusizer
-from gpusizer import checks, cost, engines, parallel, precision
+from gpusizer import checks, cost, engines, parallel, precision, serving
 from gpusizer.hf import from_hf_config
 from gpusizer.serving import SLO, Workload
 
@@ -72,6 +72,11 @@ CASES = [
     ("prices overrides=list", lambda: cost.prices([1]), TypeError, "overrides"),
     ("price level", lambda: cost.price("h100", level="x"), ValueError, "level"),
     ("from_hf_config id=3", lambda: from_hf_config({}, id=3), TypeError, "id"),
+    ("max_rate step=None", lambda: serving.max_rate(None, W, S), TypeError, "step"),
+    ("simulate step=None", lambda: serving.simulate(None, W), TypeError, "step"),
+    ("load step=None", lambda: serving.load(None, W), TypeError, "step"),
+    ("concurrency_curve step=None", lambda: serving.concurrency_curve(None, 1, prompt_tokens=1, output_tokens=1),
+     TypeError, "step"),
     ("Workload rate<0", lambda: Workload(rate=-1, prompt_tokens=1, output_tokens=1), ValueError, "rate"),
     ("SLO ttft nan", lambda: SLO(ttft_p95=math.nan, tpot_p95=0.05), ValueError, "ttft_p95"),
 ]
