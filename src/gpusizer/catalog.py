@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusizer import datafiles
+from gpusizer.checks import instance
 from gpusizer.records import (
     GPU,
     MLA,
@@ -164,6 +165,7 @@ def gpu(name: str | GPU) -> GPU:
     """
     if isinstance(name, GPU):
         return name
+    instance(name, "name", (str, GPU))
     gpus_, _ = _bundled_gpus()
     key = _gpu_aliases().get(normalise(name))
     if key in gpus_:
@@ -175,6 +177,7 @@ def system(name: str | System) -> System:
     """Look up a multi-GPU system by id (``"hgx-h200-8x"``)."""
     if isinstance(name, System):
         return name
+    instance(name, "name", (str, System))
     _, systems_ = _bundled_gpus()
     key = normalise(name)
     if key in systems_:
@@ -192,6 +195,7 @@ def model(name: str | Model) -> Model:
     """
     if isinstance(name, Model):
         return name
+    instance(name, "model", (str, Model))
     models_ = _bundled_models()
     key = normalise(name)
     if key in models_:

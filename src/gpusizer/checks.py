@@ -1,4 +1,4 @@
-"""Private helpers: argument validation that names the parameter, and scalar-in/scalar-out."""
+"""Helpers: argument validation that names the parameter, and scalar-in/scalar-out."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ import numpy as np
 from gpusizer.numeric import number
 
 T = TypeVar("T")
+
+#: Largest GPU count the Python API accepts for one deployment (64 x the largest catalogue system). [-]
+MAX_GPUS = 4096
 
 
 def integer_array(value: Any, name: str, *, minimum: int = 0) -> np.ndarray:
@@ -43,6 +46,45 @@ def positive_array(value: Any, name: str) -> np.ndarray:
     if not np.all(np.isfinite(array)) or np.any(array <= 0):
         raise ValueError(f"{name} must be a positive number, got {value!r}")
     return array
+
+
+def instance(value: Any, name: str, types: type | tuple[type, ...]) -> Any:
+    """``value`` unchanged, or ``TypeError`` naming ``name`` and the accepted types."""
+    if not isinstance(value, types):
+        accepted = " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))
+        raise TypeError(f"{name} must be {accepted}, got {type(value).__name__} {value!r:.80}")
+    return value
+
+
+def count(value: Any, name: str, *, minimum: int = 1, maximum: int | None = None) -> int:
+    """``value`` as an int, or ``TypeError``/``ValueError`` naming ``name`` unless it is a whole
+    number (not a bool) with ``minimum <= value <= maximum``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be a whole number >= {minimum}, got {type(value).__name__} {value!r:.80}")
+    if value < minimum or (maximum is not None and value > maximum):
+        top = f" and <= {maximum}" if maximum is not None else ""
+        raise ValueError(f"{name} must be >= {minimum}{top}, got {value!r}")
+    return int(value)
+
+
+def one_of(value: Any, name: str, choices: Any) -> Any:
+    """``value`` unchanged, or ``ValueError`` naming ``name`` and ``choices`` unless it is one of them."""
+    if not isinstance(value, str) or value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(str, choices))}; got {value!r:.80}")
+    return value
+
+
+def names(value: Any, name: str) -> list[str] | None:
+    """``value`` as a list of str (``None`` stays ``None``), or ``TypeError`` naming ``name`` unless it
+    is a non-string sequence of strings."""
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise TypeError(f"{name} must be a list of str, got {type(value).__name__} {value!r:.80}")
+    for item in value:
+        if not isinstance(item, str):
+            raise TypeError(f"{name} must be a list of str, got an item {item!r:.80}")
+    return list(value)
 
 
 #: A Python scalar for a 0-d result, the array otherwise (NumPy 2 shows ``np.int64(5)`` else).

@@ -36,7 +36,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpusizer import catalog, datafiles
-from gpusizer.checks import positive_array, scalar_or_array
+from gpusizer.checks import instance, one_of, positive_array, scalar_or_array
 
 __all__ = [
     "HOURS_PER_MONTH",
@@ -168,6 +168,8 @@ def prices(overrides: Mapping[str, float] | None = None) -> dict[str, GpuPrice]:
     >>> table["h100-sxm"].typical, table["h100-sxm"].quotes[0].tier
     (2.0, 'user')
     """
+    if overrides is not None:
+        instance(overrides, "overrides", Mapping)
     table = dict(_bundled_prices())
     for name, value in (overrides or {}).items():
         gpu_id = catalog.gpu(name).id
@@ -189,8 +191,7 @@ def price(gpu: Any, level: str = "typical", overrides: Mapping[str, float] | Non
     >>> price("h100-sxm", overrides={"h100-sxm": 2.49})
     2.49
     """
-    if level not in TIERS_FOR:
-        raise ValueError(f"level must be one of {', '.join(TIERS_FOR)}, got {level!r}")
+    one_of(level, "level", tuple(TIERS_FOR))
     gpu_id = catalog.gpu(gpu).id
     table = prices(overrides)
     if gpu_id not in table:
@@ -239,7 +240,7 @@ def usd_per_million_tokens(usd_per_gpu_hour: Any, gpus: Any, tokens_per_second: 
         raise ValueError(f"utilisation must be <= 1, got {utilisation!r}")
     rate = np.asarray(tokens_per_second, dtype=float)
     with np.errstate(divide="ignore"):
-        return scalar_or_array(price_ * np.asarray(gpus) / (3600.0 * rate * used) * 1e6)
+        return scalar_or_array(price_ * positive_array(gpus, "gpus") / (3600.0 * rate * used) * 1e6)
 
 
 def tokens_per_dollar(usd_per_gpu_hour: Any, gpus: Any, tokens_per_second: Any, utilisation: Any = 1.0) -> Any:
@@ -262,8 +263,8 @@ def usd_per_month(usd_per_gpu_hour: Any, gpus: Any, replicas: Any = 1, hours: An
     >>> usd_per_month(2.0, 8, replicas=2)
     23360.0
     """
-    return scalar_or_array(np.asarray(usd_per_gpu_hour, dtype=float) * np.asarray(gpus) * np.asarray(replicas)
-                           * np.asarray(hours, dtype=float))
+    paid = positive_array(usd_per_gpu_hour, "usd_per_gpu_hour") * positive_array(gpus, "gpus")
+    return scalar_or_array(paid * np.asarray(replicas) * np.asarray(hours, dtype=float))
 
 
 def phase_usd_per_million_tokens(
@@ -299,7 +300,7 @@ def phase_usd_per_million_tokens(
     """
     p = np.asarray(prefill_share, dtype=float)
     d = np.asarray(decode_share, dtype=float)
-    per_second = np.asarray(usd_per_hour, dtype=float) / 3600.0
+    per_second = positive_array(usd_per_hour, "usd_per_hour") / 3600.0
     total = np.maximum(p + d, 1e-300)
     with np.errstate(divide="ignore", invalid="ignore"):
         cin = per_second * (p / total) / np.asarray(input_tokens_per_second, dtype=float) * 1e6

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from gpusizer.catalog import Record
-from gpusizer.checks import scalar_or_array
+from gpusizer.checks import instance, scalar_or_array
 from gpusizer.numeric import minimum, number, where
 from gpusizer.units import GiB
 
@@ -144,6 +144,7 @@ def engine(name: str | EngineProfile) -> EngineProfile:
     """
     if isinstance(name, EngineProfile):
         return name
+    instance(name, "engine", (str, EngineProfile))
     key = _ALIASES.get(str(name).lower(), str(name).lower())
     if key not in ENGINES:
         raise ValueError(f"unknown engine {name!r}; known: {', '.join(ENGINES)}")

@@ -29,6 +29,7 @@ import numpy as np
 from gpusizer import (
     architecture,
     catalog,
+    checks,
     efficiency,
     engines,
     estimator,
@@ -133,8 +134,10 @@ def best_layout(
     >>> best[0].layout
     'tp4'
     """
-    if objective not in ("latency", "throughput"):
-        raise ValueError(f"objective must be 'latency' or 'throughput', got {objective!r}")
+    checks.one_of(objective, "objective", ("latency", "throughput"))
+    checks.instance(gpu, "gpu", (str, catalog.GPU, catalog.System))
+    if gpus is not None:
+        gpus = checks.count(gpus, "gpus", minimum=1, maximum=checks.MAX_GPUS)
     record = catalog.model(model)
     _, count = estimator.resolve_target(gpu, gpus)
     engine = options.get("engine", "vllm")

@@ -63,7 +63,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from gpusizer import architecture, catalog, precision
-from gpusizer.checks import scalar_or_array
+from gpusizer.checks import count, instance, scalar_or_array
 from gpusizer.numeric import ceil, divide, maximum, minimum, number, where
 
 __all__ = [
@@ -173,6 +173,9 @@ def layout(text: str | Layout, gpus: int | None = None) -> Layout:
     >>> layout("ep8").attention_dp, layout("tp2+ep8").attention_dp, layout("layer", 4).sequential
     (8, 4, True)
     """
+    instance(text, "layout", (str, Layout))
+    if gpus is not None:
+        gpus = count(gpus, "gpus")
     if isinstance(text, Layout):
         plan = text
     else:

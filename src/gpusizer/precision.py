@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 from gpusizer.catalog import Record
+from gpusizer.checks import instance
 
 if TYPE_CHECKING:
     from gpusizer.architecture import ParameterCounts
@@ -133,6 +134,7 @@ def precision(name: str | Precision) -> Precision:
     """
     if isinstance(name, Precision):
         return name
+    instance(name, "precision", (str, Precision))
     key = str(name).strip().lower().replace("-", "_")
     key = ALIASES.get(key, key)
     if key not in PRECISIONS:

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from gpusizer import catalog, efficiency, performance
+from gpusizer import catalog, checks, efficiency, performance
 from gpusizer.calibration import fitting
 from gpusizer.calibration.bands import regime_bands
 from gpusizer.calibration.records import Calibration, Parameter, RegimeBand, RowError, Scope
@@ -176,7 +176,17 @@ def calibrate(
     >>> [s.key for s in cal.scopes], abs(cal.errors[0].after / 150 - 1) < abs(cal.errors[0].before / 150 - 1)
     (['llama.cpp/gddr'], True)
     """
+    if isinstance(measurements, (str, bytes)) or not isinstance(measurements, Iterable):
+        raise TypeError(f"measurements must be an iterable of Measurement (from gpusizer.readers), got "
+                        f"{type(measurements).__name__} {measurements!r:.80}")
     rows = list(measurements)
+    for row in rows:
+        checks.instance(row, "measurements", Measurement)
+    if base is not None:
+        checks.instance(base, "base", efficiency.Table)
+    checks.instance(loss, "loss", str)
+    if isinstance(sigma, bool) or not isinstance(sigma, (int, float)):
+        raise TypeError(f"sigma must be a positive number, got {type(sigma).__name__} {sigma!r:.80}")
     if not rows:
         raise ValueError("measurements must hold at least one row, got none")
     if not sigma > 0:

@@ -16,6 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from gpusizer.catalog import Model
+from gpusizer.checks import instance
 from gpusizer.hf.model_types import ARCHITECTURES, DEFAULTS, generic
 from gpusizer.hf.patterns import Fields, cycle
 from gpusizer.hf.quantization import read_dtype, read_quantization
@@ -156,6 +157,9 @@ def from_hf_config(source: str | Path | Mapping[str, Any], *, id: str | None = N
     >>> m.num_kv_heads, m.head_dim, m.weights, m.layer_types
     (8, 128, 'bf16', ('full',))
     """
+    for value, what in ((id, "id"), (name, "name")):
+        if value is not None:
+            instance(value, what, str)
     config, folder, label = _locate(source)
     notes: list[str] = []
     top = Section(json_object(config, label), label, notes)

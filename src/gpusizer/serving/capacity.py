@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from gpusizer.checks import instance, one_of
 from gpusizer.serving.queueing import Load, load
 from gpusizer.serving.simulation import simulate
 from gpusizer.serving.step_table import StepModel, batch_limit, marginal_prefill_seconds
@@ -282,6 +283,8 @@ def max_rate(step: StepModel, workload: Workload, slo: SLO, *, method: str = "cl
     >>> best.rate > 1, best.binding in ("ttft", "tpot")
     (True, True)
     """
-    if method not in MAX_RATE_METHODS:
-        raise ValueError(f"method must be one of {', '.join(MAX_RATE_METHODS)}, got {method!r}")
+    instance(step, "step", StepModel)
+    instance(workload, "workload", Workload)
+    instance(slo, "slo", SLO)
+    one_of(method, "method", tuple(MAX_RATE_METHODS))
     return MAX_RATE_METHODS[method](step, workload, slo, **options)

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusizer.checks import positive_array
+from gpusizer.checks import instance, positive_array
 from gpusizer.serving.step_table import StepModel, batch_limit, marginal_prefill_seconds
 
 __all__ = ["Curve", "concurrency_curve"]
@@ -56,6 +56,7 @@ def concurrency_curve(step: StepModel, concurrency: Any, *, prompt_tokens: float
     >>> bool(np.all(np.diff(c.aggregate_tokens_per_second) > 0))
     True
     """
+    instance(step, "step", StepModel)
     users = positive_array(concurrency, "concurrency")
     s, o = float(prompt_tokens), float(output_tokens)
     mean_context = s + o / 2

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusizer.checks import positive_array, scalar_or_array
+from gpusizer.checks import instance, positive_array, scalar_or_array
 from gpusizer.serving.step_table import StepModel, marginal_prefill_seconds
 from gpusizer.serving.workload import Lengths, Workload
 
@@ -179,6 +179,8 @@ def load(step: StepModel, workload: Workload, rate: Any = None, *, quantile: flo
     >>> bool(point.stable), point.ttft_mean < point.ttft_quantile
     (True, True)
     """
+    instance(step, "step", StepModel)
+    instance(workload, "workload", Workload)
     if not 0 < quantile < 1:
         raise ValueError(f"quantile must be between 0 and 1, got {quantile!r}")
     lam, fd, fp = np.broadcast_arrays(positive_array(workload.rate if rate is None else rate, "rate"),

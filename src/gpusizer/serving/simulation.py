@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusizer.checks import positive_array, scalar_or_array
+from gpusizer.checks import count, instance, positive_array, scalar_or_array
 from gpusizer.serving.step_table import StepModel, prompt_extra_seconds
 from gpusizer.serving.workload import Workload, sample_lengths
 
@@ -142,8 +142,10 @@ def simulate(
     >>> run.percentile("ttft", 0.5) < run.percentile("ttft", 0.99)
     True
     """
-    if requests < 1:
-        raise ValueError(f"requests must be >= 1, got {requests!r}")
+    instance(step, "step", StepModel)
+    instance(workload, "workload", Workload)
+    count(requests, "requests", minimum=1)
+    count(seed, "seed", minimum=0)
     if not (0 <= warmup < 1 and 0 <= cooldown < 1 and warmup + cooldown < 1):
         raise ValueError(f"warmup and cooldown must be shares in [0, 1) summing below 1, got {warmup}, {cooldown}")
     if prefills_per_step is not None and prefills_per_step < 1:

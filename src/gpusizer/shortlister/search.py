@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from gpusizer import catalog, cost, serving
+from gpusizer import catalog, checks, cost, serving
 from gpusizer.serving import SLO, Workload
 from gpusizer.shortlister import screen
 from gpusizer.shortlister.screen import Candidate
@@ -127,6 +127,23 @@ def _simulated(c: Candidate, workload: Workload, slo: SLO, requests: int, seed: 
     return best, (float(run.percentile("ttft", q)), float(run.percentile("tpot", q)), float(run.percentile("e2e", q)))
 
 
+def _check_arguments(workload: Any, slo: Any, gpus: Any, max_gpus: Any, prices: Any, weights: Any, layouts: Any,
+                     engine: Any, simulate: Any, requests: Any, seed: Any) -> None:
+    """``TypeError``/``ValueError`` naming the first of ``shortlist``'s arguments that is malformed."""
+    checks.instance(workload, "workload", Workload)
+    checks.instance(slo, "slo", SLO)
+    checks.names(gpus, "gpus")
+    checks.names(weights, "weights")
+    checks.names(layouts, "layouts")
+    checks.count(max_gpus, "max_gpus", minimum=1, maximum=checks.MAX_GPUS)
+    if prices is not None:
+        checks.instance(prices, "prices", Mapping)
+    checks.instance(engine, "engine", str)
+    checks.count(simulate, "simulate", minimum=0)
+    checks.count(requests, "requests", minimum=1, maximum=10**7)
+    checks.count(seed, "seed", minimum=0)
+
+
 def shortlist(
     model: str | catalog.Model,
     workload: Workload,
@@ -194,10 +211,7 @@ def shortlist(
     True
     """
     record = catalog.model(model)
-    if max_gpus < 1:
-        raise ValueError(f"max_gpus must be >= 1, got {max_gpus!r}")
-    if simulate < 0:
-        raise ValueError(f"simulate must be >= 0, got {simulate!r}")
+    _check_arguments(workload, slo, gpus, max_gpus, prices, weights, layouts, engine, simulate, requests, seed)
     table = cost.prices(prices)
     devices = [catalog.gpu(g) for g in gpus] if gpus is not None else [catalog.gpu(g) for g in table]
     devices = list({d.id: d for d in devices}.values())
