@@ -203,8 +203,8 @@ def input_file(path: str | Path, what: str, limit: int = datafiles.MAX_FILE_BYTE
 def _same_file(a: Path, b: Path) -> bool:
     try:
         return os.path.samefile(a, b)
-    except OSError:
-        return a.resolve() == b.resolve()
+    except OSError:  # one is missing (or loops): compare the names
+        return os.path.realpath(a) == os.path.realpath(b)
 
 
 def check_output(path: str | Path, *, what: str = "-o", inputs: Iterable[str | Path] = ()) -> Path:
@@ -248,6 +248,8 @@ def write_atomic(path: str | Path, write: Callable[[Path], object], *, what: str
     path = check_output(path, what=what, inputs=inputs)
     try:
         if path.exists() and not path.is_file():
+            if not stat.S_ISCHR(path.stat().st_mode):  # a FIFO would wait for a reader
+                raise CommandError(f"{what}: {path} is not a regular file or a device", ENVIRONMENT)
             write(path)
             return path
         folder = path.parent
