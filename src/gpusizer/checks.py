@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import numpy as np
@@ -35,6 +36,40 @@ def integer_array(value: Any, name: str, *, minimum: int = 0) -> np.ndarray:
     if np.any(array > 2**50):
         raise ValueError(f"{name} is implausibly large: {value!r}")
     return array.astype(np.int64)
+
+
+def grid_rows(sizes: Mapping[str, int] | Iterable[int], limit: int) -> int:
+    """Rows of a grid, the product of its axis sizes, checked against ``limit`` before anything is allocated.
+
+    Parameters
+    ----------
+    sizes : mapping of str to int, or iterable of int
+        Length of each axis (by name, for the message).
+    limit : int
+        Most rows accepted. [-]
+
+    Returns
+    -------
+    int
+        :math:`\\prod_i n_i`, in Python integers (no overflow). [-]
+
+    Raises
+    ------
+    ValueError
+        More than ``limit`` rows, naming the axes and their sizes.
+
+    Examples
+    --------
+    >>> grid_rows({"models": 2, "gpus": 3, "context": 4}, 100)
+    24
+    """
+    named = dict(sizes) if isinstance(sizes, Mapping) else {f"axis {i}": n for i, n in enumerate(sizes)}
+    rows = math.prod(int(n) for n in named.values())
+    if rows > limit:
+        axes = " x ".join(f"{name} {n:,}" for name, n in named.items() if n != 1)
+        raise ValueError(f"the grid has {rows:,} rows ({axes}), more than the limit of {limit:,}; "
+                         "narrow an axis or split the sweep")
+    return rows
 
 
 def positive_array(value: Any, name: str) -> np.ndarray:

@@ -9,39 +9,22 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from gpusizer import architecture, catalog, engines, precision, units
+from gpusizer.commands import common
+from gpusizer.commands.common import CommandError
 from gpusizer.estimator import Estimate, estimate
 
 GB, GiB = units.GB, units.GiB
 
 
-def _tokens(text: str) -> int:
-    try:
-        return units.parse_tokens(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _count(text: str) -> int:
-    value = _tokens(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
-    return value
-
-
-def _model(name: str) -> catalog.Model:
-    """A catalogue id, or a path to a Hugging Face config.json or a folder holding one."""
-    if Path(name).exists():
-        from gpusizer import hf
-
-        return hf.from_hf_config(name)
-    return catalog.model(name)
+#: The model argument of every command: ``gpusizer.commands.common.model``.
+model = common.model
 
 
 #: Examples shown at the end of ``--help``, per command ("" for the top-level parser).
@@ -61,13 +44,18 @@ def help_options(command: str, examples: str | None = None) -> dict[str, Any]:
 
     Command modules pass their own ``examples``; the built-in commands' are in ``EXAMPLES``.
     """
-    text = EXAMPLES.get(command, "") if examples is None else examples
-    lines = "\n".join(f"  {line}" for line in text.splitlines())
-    return {"epilog": f"examples:\n{lines}", "formatter_class": argparse.RawDescriptionHelpFormatter}
+    return common.help_options(EXAMPLES.get(command, "") if examples is None else examples)
+
+
+class Parser(argparse.ArgumentParser):
+    """``argparse`` with its errors as one line, ``gpusizer: error: argument --x: ...``, status 2."""
+
+    def error(self, message: str) -> Any:
+        self.exit(common.USAGE, f"gpusizer: error: {message} (see {self.prog} --help)\n")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="gpusizer", description="Size LLM inference before renting a GPU.", **help_options("")
     )
     commands = parser.add_subparsers(dest="command", required=True)
@@ -77,11 +65,15 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("gpu", help="catalogue id or alias (gpusizer gpus), or a system id such as hgx-h200-8x")
     fit.add_argument("--weights", help=f"weight precision: {', '.join(precision.names())} (default: checkpoint)")
     fit.add_argument("--kv-cache", help="KV-cache dtype: bf16, fp16, fp8, ... (default: model activation dtype)")
-    fit.add_argument("--context", type=_tokens, default=8192, help="tokens per sequence, e.g. 32k (default 8k)")
-    fit.add_argument("--concurrency", type=_count, default=1, help="sequences resident at once (default 1)")
-    fit.add_argument("--prompt", type=_count, default=None, help="prompt tokens for prefill and TTFT (default context)")
-    fit.add_argument("--gpus", type=_count, default=None,
-                     help="GPUs to split the model over (default 1 or the system's)")
+    fit.add_argument("--context", type=common.tokens, default=None,
+                     help="tokens per sequence, e.g. 32k (default 8k, or the model's maximum if shorter)")
+    fit.add_argument("--allow-beyond-max-context", action="store_true",
+                     help="accept --context or --prompt past the model's maximum context")
+    fit.add_argument("--concurrency", type=common.count, default=1, help="sequences resident at once (default 1)")
+    fit.add_argument("--prompt", type=common.positive_tokens, default=None,
+                     help="prompt tokens for prefill and TTFT (default context)")
+    fit.add_argument("--gpus", type=common.gpu_count, default=None,
+                     help=f"GPUs to split the model over (default 1 or the system's; at most {common.MAX_GPUS})")
     fit.add_argument("--layout", default="tp", help="how the GPUs share the model: tp (default), pp, ep, layer, or "
                      "degrees such as tp2xpp2, tp8+ep8, tp4xdp2 (gpusizer layouts ranks them)")
     fit.add_argument("--engine", default="vllm", help=f"memory profile: {', '.join(engines.ENGINES)}")
@@ -248,29 +240,60 @@ MODEL_COLUMNS: list[Column] = [
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``gpusizer`` command; returns the exit status."""
-    args = _parser().parse_args(argv)
+    """Entry point of the ``gpusizer`` command; returns the exit status.
+
+    0 on success; 2 for a bad argument value (argparse's errors raise ``SystemExit(2)``); 1 for a
+    problem of the environment (a missing or unreadable file, a full disk, output piped into a
+    command that stopped reading, which is otherwise quiet). Errors are one line on stderr,
+    ``gpusizer: error: ...``, naming the argument.
+    """
     try:
-        return _run(args)
-    except (KeyError, ValueError) as error:
+        return _run(_parser().parse_args(argv))
+    except BrokenPipeError:
+        _silence_stdout()
+        return common.ENVIRONMENT
+    except CommandError as error:
+        return _error(str(error), error.status)
+    except OSError as error:
+        where = f"{error.filename}: " if error.filename else ""
+        return _error(f"{where}{error.strerror or error}", common.ENVIRONMENT)
+    except (KeyError, ValueError, RecursionError) as error:
         message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
-        print(f"gpusizer: error: {message}", file=sys.stderr)
-        return 2
+        return _error(str(message), common.USAGE)
+
+
+def _error(message: str, status: int) -> int:
+    print(f"gpusizer: error: {' '.join(message.split())}", file=sys.stderr)
+    return status
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's last flush into a closed pipe stays quiet."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout is not a file (a test's capture)
+        pass
 
 
 def _run(args: argparse.Namespace) -> int:
-    print(args.handler(args))
+    text = args.handler(args)
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
     return 0
 
 
 def _fit(args: argparse.Namespace) -> str:
-    record = _model(args.model)
+    record = model(args.model)
+    context = common.default_context(record, args.context)
+    common.check_context(record, context, args.prompt, args.allow_beyond_max_context)
     result = estimate(
         record,
         args.gpu,
         weights=args.weights,
         kv_cache=args.kv_cache,
-        context=args.context,
+        context=context,
         concurrency=args.concurrency,
         prompt=args.prompt,
         gpus=args.gpus,
@@ -278,7 +301,7 @@ def _fit(args: argparse.Namespace) -> str:
         layout=args.layout,
         calibration=_calibration(args.calibration),
     )
-    return json.dumps(fit_json(result), indent=2) if args.json else fit_text(result, catalog.gpu(result.gpu))
+    return common.json_text(fit_json(result)) if args.json else fit_text(result, catalog.gpu(result.gpu))
 
 
 def _calibration(path: Path | None) -> Any:
@@ -287,17 +310,17 @@ def _calibration(path: Path | None) -> Any:
         return None
     from gpusizer import calibration
 
-    return calibration.load(path)
+    return calibration.load(common.input_file(path, "--calibration"))
 
 
 def _gpus(args: argparse.Namespace) -> str:
     rows = _gpu_rows()
-    return json.dumps(rows, indent=2) if args.json else _table(rows, GPU_COLUMNS)
+    return common.json_text(rows) if args.json else _table(rows, GPU_COLUMNS)
 
 
 def _models(args: argparse.Namespace) -> str:
     rows = _model_rows()
-    return json.dumps(rows, indent=2) if args.json else _table(rows, MODEL_COLUMNS)
+    return common.json_text(rows) if args.json else _table(rows, MODEL_COLUMNS)
 
 
 if __name__ == "__main__":

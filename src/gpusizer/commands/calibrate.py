@@ -12,6 +12,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpusizer.commands import common
+
 if TYPE_CHECKING:
     from gpusizer import readers
 
@@ -34,10 +36,8 @@ EXAMPLES = (
 
 def register(subparsers: Any) -> None:
     """Add the ``calibrate`` subcommand."""
-    from gpusizer.cli import help_options
-
     p = subparsers.add_parser("calibrate", help="fit the efficiency constants to your own measurements",
-                              **help_options("calibrate", EXAMPLES))
+                              **common.help_options(EXAMPLES))
     p.add_argument("files", nargs="+", type=Path, help="measurements: schema CSV/JSON, or vLLM / llama-bench / "
                    "MLPerf output (docs/calibration.md)")
     p.add_argument("-o", "--output", type=Path, help="write the calibration here (.toml, or .json)")
@@ -46,14 +46,15 @@ def register(subparsers: Any) -> None:
     p.add_argument("--base", type=Path, help="efficiency table to start from (default: the shipped one)")
     p.add_argument("--model", help="catalogue model id, for tool outputs")
     p.add_argument("--gpu", help="catalogue GPU id, for tool outputs")
-    p.add_argument("--gpus", type=int, help="GPUs per replica, for tool outputs")
+    p.add_argument("--gpus", type=common.gpu_count, help="GPUs per replica, for tool outputs")
     p.add_argument("--engine", help="engine class, for tool outputs")
     p.add_argument("--weights", help="weight precision, for tool outputs")
     p.add_argument("--kv-cache", help="KV-cache dtype, for tool outputs")
     p.add_argument("--split", choices=("tensor", "layer"), help="multi-GPU split, for tool outputs")
-    p.add_argument("--concurrency", type=int, help="requests in flight (MLPerf Offline: the batch)")
-    p.add_argument("--prompt", type=int, help="mean prompt tokens (MLPerf)")
-    p.add_argument("--output-tokens", dest="output_tokens", type=int, help="mean output tokens (MLPerf)")
+    p.add_argument("--concurrency", type=common.count, help="requests in flight (MLPerf Offline: the batch)")
+    p.add_argument("--prompt", type=common.positive_tokens, help="mean prompt tokens (MLPerf)")
+    p.add_argument("--output-tokens", dest="output_tokens", type=common.positive_tokens,
+                   help="mean output tokens (MLPerf)")
     p.add_argument("--json", action="store_true", help="print the calibration as JSON instead of the table")
     p.set_defaults(handler=run)
 
@@ -67,20 +68,29 @@ def _context(args: argparse.Namespace) -> dict[str, Any]:
 def _read(path: Path, args: argparse.Namespace) -> list[readers.Measurement]:
     from gpusizer import readers
 
+    common.input_file(path, "FILE")
     if args.mapping is not None:
-        return readers.read_csv(path, mapping=args.mapping)
-    return readers.read(path, format=args.format, **_context(args))
+        return readers.read_csv(path, mapping=common.input_file(args.mapping, "--mapping"))
+    try:
+        return readers.read(path, format=args.format, **_context(args))
+    except ValueError as error:  # name the option a tool output needs
+        message = str(error).replace("model=", "--model").replace("gpu=", "--gpu").replace(
+            "prompt=", "--prompt").replace("output=", "--output-tokens").replace("concurrency=", "--concurrency")
+        raise common.CommandError(f"FILE {path}: {message}") from None
 
 
 def run(args: argparse.Namespace) -> str:
     """Read, calibrate, write; return the error table (or the calibration as JSON)."""
     from gpusizer import calibration, efficiency
 
+    inputs = [*args.files, *(p for p in (args.mapping, args.base) if p is not None)]
+    if args.output is not None:  # refused before the work, not after
+        common.check_output(args.output, inputs=inputs)
     rows = [m for path in args.files for m in _read(path, args)]
-    base = efficiency.load(args.base) if args.base is not None else None
+    base = efficiency.load(common.input_file(args.base, "--base")) if args.base is not None else None
     result = calibration.calibrate(rows, base=base)
     lines = [] if args.json else [calibration.error_table(result)]
     if args.output is not None:
-        calibration.save(result, args.output)
+        common.write_atomic(args.output, lambda path: calibration.save(result, path), inputs=inputs)
         lines.append(f"wrote {args.output} ({len(rows)} rows, {len(result.scopes)} scopes)")
     return calibration.to_json(result) if args.json else "\n".join(lines)

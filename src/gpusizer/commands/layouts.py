@@ -10,11 +10,11 @@ Argument parsing and output only: the ranking comes from ``gpusizer.layouts.best
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import asdict
 from typing import Any
 
-from gpusizer import engines, units
+from gpusizer import engines
+from gpusizer.commands import common
 
 __all__ = ["register", "text"]
 
@@ -25,38 +25,25 @@ EXAMPLES = (
 )
 
 
-def _tokens(value: str) -> int:
-    try:
-        return units.parse_tokens(value)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-
-
-def _count(value: str) -> int:
-    number = _tokens(value)
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value!r}")
-    return number
-
-
 def register(commands: Any) -> None:
     """Add the ``layouts`` subcommand to ``gpusizer``'s subparsers."""
-    from gpusizer.cli import help_options
-
     parser = commands.add_parser(
         "layouts", help="rank the layouts (tp, pp, ep, dp and their mixes) of MODEL on N GPUs that fit",
-        **help_options("layouts", EXAMPLES),
+        **common.help_options(EXAMPLES),
     )
     parser.add_argument("model", help="catalogue id (gpusizer models) or a path to a config.json / checkpoint folder")
     parser.add_argument("gpu", help="catalogue id or alias, or a system id such as hgx-h200-8x or gb200-nvl72")
-    parser.add_argument("--gpus", type=_count, default=None,
-                        help="GPUs to split the model over (default 1 or the system's)")
+    parser.add_argument("--gpus", type=common.gpu_count, default=None,
+                        help=f"GPUs to split the model over (default 1 or the system's; at most {common.MAX_GPUS})")
     parser.add_argument("--objective", choices=("latency", "throughput"), default="latency",
                         help="latency: per-user decode rate; throughput: all users with the KV pools full")
     parser.add_argument("--weights", help="weight precision (default: checkpoint)")
     parser.add_argument("--kv-cache", help="KV-cache dtype (default: model activation dtype)")
-    parser.add_argument("--context", type=_tokens, default=8192, help="tokens per sequence, e.g. 32k (default 8k)")
-    parser.add_argument("--concurrency", type=_count, default=1, help="sequences decoded together (default 1)")
+    parser.add_argument("--context", type=common.tokens, default=None,
+                        help="tokens per sequence, e.g. 32k (default 8k, or the model's maximum if shorter)")
+    parser.add_argument("--allow-beyond-max-context", action="store_true",
+                        help="accept a --context past the model's maximum context")
+    parser.add_argument("--concurrency", type=common.count, default=1, help="sequences decoded together (default 1)")
     parser.add_argument("--engine", default="vllm", help=f"engine: {', '.join(engines.ENGINES)}")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(handler=_handler)
@@ -64,14 +51,16 @@ def register(commands: Any) -> None:
 
 def _handler(args: argparse.Namespace) -> str:
     from gpusizer import layouts
-    from gpusizer.cli import _model
 
+    record = common.model(args.model)
+    context = common.default_context(record, args.context)
+    common.check_context(record, context, None, args.allow_beyond_max_context)
     choices = layouts.best_layout(
-        _model(args.model), args.gpu, args.gpus, objective=args.objective, weights=args.weights,
-        kv_cache=args.kv_cache, context=args.context, concurrency=args.concurrency, engine=args.engine,
+        record, args.gpu, args.gpus, objective=args.objective, weights=args.weights,
+        kv_cache=args.kv_cache, context=context, concurrency=args.concurrency, engine=args.engine,
     )
     if args.json:
-        return json.dumps([asdict(c) for c in choices], indent=2)
+        return common.json_text([asdict(c) for c in choices])
     return text(choices, args.objective)
 
 

@@ -10,11 +10,11 @@ only: the numbers come from ``gpusizer.shortlist``.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from typing import Any
 
 from gpusizer import units
+from gpusizer.commands import common
 
 __all__ = ["register", "text"]
 
@@ -61,30 +61,48 @@ def _price(text: str) -> dict[str, float]:
     return out
 
 
+def _whole(minimum: int, maximum: int) -> Any:
+    def read(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise ValueError(f"expected a whole number, got {text!r}") from None
+        if not minimum <= value <= maximum:
+            raise ValueError(f"must be from {minimum:,} to {maximum:,}, got {text!r}")
+        return value
+
+    return read
+
+
+def _quantile(text: str) -> float:
+    value = _positive(text)
+    if not value < 1:
+        raise ValueError(f"must be between 0 and 1 (0.95 is p95), got {text!r}")
+    return value
+
+
 def _list(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
 
 def register(commands: Any) -> None:
     """Add the ``shortlist`` subcommand to ``gpusizer``'s subparsers."""
-    from gpusizer.cli import help_options
-
     parser = commands.add_parser(
         "shortlist", help="rank GPU configurations that meet latency targets by cost per token",
         description="Sweep GPUs x counts x precisions, drop what does not fit or misses the SLO, and rank the "
         "rest by the cost of a million tokens of the workload (replicas included).",
-        **help_options("shortlist", EXAMPLES),
+        **common.help_options(EXAMPLES),
     )
     parser.add_argument("model", help="catalogue id (gpusizer models) or a path to a config.json / checkpoint folder")
-    parser.add_argument("--prompt", type=_argument(units.parse_tokens), default=2048,
+    parser.add_argument("--prompt", type=common.positive_tokens, default=2048,
                         help="mean prompt tokens, e.g. 2k (default 2k)")
-    parser.add_argument("--output", type=_argument(units.parse_tokens), default=512,
+    parser.add_argument("--output", type=common.positive_tokens, default=512,
                         help="mean output tokens (default 512)")
     parser.add_argument("--rate", type=_argument(_positive), required=True, help="requests per second to serve")
     parser.add_argument("--ttft-p95", type=_argument(_duration), help="time-to-first-token target, e.g. 500ms")
     parser.add_argument("--tpot-p95", type=_argument(_duration), help="time-per-output-token target, e.g. 50ms")
     parser.add_argument("--e2e-p95", type=_argument(_duration), help="end-to-end latency target, e.g. 30s")
-    parser.add_argument("--quantile", type=_argument(_positive), default=0.95,
+    parser.add_argument("--quantile", type=_argument(_quantile), default=0.95,
                         help="quantile the targets apply to (default 0.95)")
     parser.add_argument("--lengths", default="fixed", choices=("fixed", "exponential", "lognormal", "uniform"),
                         help="distribution of prompt and output lengths around their means (default fixed)")
@@ -93,14 +111,17 @@ def register(commands: Any) -> None:
     parser.add_argument("--price", type=_argument(_price), action="append", default=[],
                         help="USD per GPU-hour replacing the indicative table, e.g. h100-sxm=2.49 (repeatable)")
     parser.add_argument("--gpus", type=_list, default=None, help="GPUs to consider (default: every priced GPU)")
-    parser.add_argument("--max-gpus", type=_argument(int), default=8, help="most GPUs per replica (default 8)")
+    parser.add_argument("--max-gpus", type=common.gpu_count, default=8,
+                        help=f"most GPUs per replica (default 8, at most {common.MAX_GPUS})")
     parser.add_argument("--weights", type=_list, default=None,
                         help="weight precisions to sweep, e.g. bf16,fp8 (default: checkpoint, fp8, int4)")
     parser.add_argument("--engine", default="vllm", help="engine profile (default vllm)")
-    parser.add_argument("--simulate", type=_argument(int), default=3,
-                        help="cheapest rows re-solved by discrete-event simulation (default 3)")
-    parser.add_argument("--seed", type=_argument(int), default=0, help="seed of the simulation (default 0)")
-    parser.add_argument("--top", type=_argument(int), default=10, help="rows shown in the text table (default 10)")
+    parser.add_argument("--simulate", type=_argument(_whole(0, 20)), default=3,
+                        help="cheapest rows re-solved by discrete-event simulation (default 3, at most 20)")
+    parser.add_argument("--seed", type=_argument(_whole(0, 2**32 - 1)), default=0,
+                        help="seed of the simulation (default 0)")
+    parser.add_argument("--top", type=_argument(_whole(1, 10**6)), default=10,
+                        help="rows shown in the text table (default 10)")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="every row as JSON")
     output.add_argument("--csv", action="store_true", help="every row as CSV")
@@ -108,7 +129,6 @@ def register(commands: Any) -> None:
 
 
 def _shortlist(args: argparse.Namespace) -> str:
-    from gpusizer.cli import _model
     from gpusizer.serving import SLO, Workload
     from gpusizer.shortlister import shortlist
 
@@ -119,28 +139,17 @@ def _shortlist(args: argparse.Namespace) -> str:
                         prompt_distribution=args.lengths, output_distribution=args.lengths, prompt_cv=args.cv,
                         output_cv=args.cv)
     slo = SLO(ttft_p95=args.ttft_p95, tpot_p95=args.tpot_p95, e2e_p95=args.e2e_p95, quantile=args.quantile)
-    table = shortlist(_model(args.model), workload, slo, gpus=args.gpus, max_gpus=args.max_gpus,
+    table = shortlist(common.model(args.model), workload, slo, gpus=args.gpus, max_gpus=args.max_gpus,
                       prices=prices or None, weights=args.weights, engine=args.engine, simulate=args.simulate,
                       seed=args.seed)
     if args.json:
         data = {"model": table.model, "workload": workload.model_dump(), "slo": slo.model_dump(),
                 "price_source": table.price_source, "rows": table.to_dicts(),
                 "dropped": [vars(d) for d in table.dropped]}
-        return json.dumps(_finite(data), indent=2)
+        return common.json_text(data)
     if args.csv:
         return table.to_csv().rstrip("\n")
     return text(table, top=args.top)
-
-
-def _finite(value: Any) -> Any:
-    """``value`` with nan and infinities replaced by ``None`` (strict JSON has neither)."""
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(item) for item in value]
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def _ms(value: float) -> str:

@@ -12,11 +12,13 @@ output only: the numbers come from ``gpusizer.sweep``.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import io
 from pathlib import Path
 from typing import Any
 
-from gpusizer import units
+from gpusizer import catalog, checks, units
+from gpusizer.commands import common
 
 __all__ = ["register"]
 
@@ -25,14 +27,30 @@ def _list(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
 
-def _counts(text: str) -> list[int]:
-    try:
-        values = [units.parse_tokens(item) for item in _list(text)]
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"expected positive whole numbers such as 1,8,64 or 4k,32k, got {text!r}")
-    return values
+def _counts(maximum: int, what: str) -> Any:
+    """Argument type of a comma-separated list of whole numbers from 1 to ``maximum``."""
+
+    def read(text: str) -> list[int]:
+        try:
+            values = [units.parse_tokens(item) for item in _list(text)]
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
+        if not values or min(values) < 1:
+            raise argparse.ArgumentTypeError(
+                f"expected positive whole numbers such as 1,8,64 or 4k,32k, got {text!r}")
+        if max(values) > maximum:
+            raise argparse.ArgumentTypeError(f"at most {maximum:,} {what}, got {max(values):,}")
+        return values
+
+    return read
+
+
+def _names(text: str) -> list[str]:
+    """Argument type of a comma-separated list of names, at least one."""
+    items = _list(text)
+    if not items:
+        raise argparse.ArgumentTypeError(f"expected comma-separated names, got {text!r}")
+    return items
 
 
 def _prices(text: str) -> dict[str, float] | bool:
@@ -50,12 +68,24 @@ def _prices(text: str) -> dict[str, float] | bool:
     return prices
 
 
-def _catalogue(text: str | None) -> list[str] | None:
-    return None if text is None or text.strip().lower() == "all" else _list(text)
+def _catalogue(items: list[str] | None) -> list[str] | None:
+    return None if items is None or [item.lower() for item in items] == ["all"] else items
 
 
-def _precisions(text: str | None) -> list[str | None]:
-    return [None] if text is None else [None if item.lower() == "default" else item for item in _list(text)]
+def _precisions(items: list[str] | None) -> list[str | None]:
+    return [None] if items is None else [None if item.lower() == "default" else item for item in items]
+
+
+def _axis_sizes(args: argparse.Namespace) -> dict[str, int]:
+    """The length of every axis of the grid ``args`` asks for (the catalogue's size for ``all``)."""
+    models, gpus = _catalogue(args.models), _catalogue(args.gpus)
+    return {
+        "models": len(catalog.models()) if models is None else len(models),
+        "gpus": len(catalog.gpus()) if gpus is None else len(gpus),
+        "gpu_count": len(args.gpu_count), "weights": len(_precisions(args.weights)),
+        "kv_cache": len(_precisions(args.kv_cache)), "engine": len(args.engine), "context": len(args.context),
+        "concurrency": len(args.concurrency), "prompt": 1 if args.prompt is None else len(args.prompt),
+    }
 
 
 #: ``gpusizer sweep --help`` ends with these.
@@ -68,28 +98,30 @@ gpusizer sweep --models qwen3-30b-a3b --gpus rtx-4090 --columns context,concurre
 
 def register(commands: Any) -> None:
     """Add the ``sweep`` subcommand to ``gpusizer``'s subparsers."""
-    from gpusizer.cli import help_options
-
     parser = commands.add_parser(
         "sweep", help="estimate every combination of models, GPUs, counts, precisions and workloads",
         description="Estimate a grid (the cartesian product of the lists given) and write one row per "
         "configuration as CSV or Parquet.",
-        **help_options("sweep", EXAMPLES),
+        **common.help_options(EXAMPLES),
     )
-    parser.add_argument("--models", help="comma-separated model ids (default: all)")
-    parser.add_argument("--gpus", help="comma-separated GPU ids or aliases (default: all)")
-    parser.add_argument("--gpu-count", type=_counts, default=[1], help="GPUs in tensor parallel, e.g. 1,2,4,8")
-    parser.add_argument("--weights", help="weight precisions, e.g. bf16,fp8,int4 ('default': the checkpoint's)")
-    parser.add_argument("--kv-cache", help="KV-cache dtypes, e.g. bf16,fp8 (default: the model's)")
-    parser.add_argument("--engine", default="vllm", help="engines, e.g. vllm,llama.cpp (default vllm)")
-    parser.add_argument("--context", type=_counts, default=[8192], help="tokens per sequence, e.g. 4k,32k")
-    parser.add_argument("--concurrency", type=_counts, default=[1], help="sequences at once, e.g. 1,8,64")
-    parser.add_argument("--prompt", type=_counts, default=None, help="prompt tokens for TTFT (default: context)")
+    parser.add_argument("--models", type=_names, help="comma-separated model ids (default: all)")
+    parser.add_argument("--gpus", type=_names, help="comma-separated GPU ids or aliases (default: all)")
+    parser.add_argument("--gpu-count", type=_counts(common.MAX_GPUS, "GPUs"), default=[1],
+                        help=f"GPUs in tensor parallel, e.g. 1,2,4,8 (at most {common.MAX_GPUS})")
+    parser.add_argument("--weights", type=_names,
+                        help="weight precisions, e.g. bf16,fp8,int4 ('default': the checkpoint's)")
+    parser.add_argument("--kv-cache", type=_names, help="KV-cache dtypes, e.g. bf16,fp8 (default: the model's)")
+    parser.add_argument("--engine", type=_names, default=["vllm"], help="engines, e.g. vllm,llama.cpp (default vllm)")
+    tokens = _counts(common.MAX_TOKENS, "tokens")
+    parser.add_argument("--context", type=tokens, default=[8192], help="tokens per sequence, e.g. 4k,32k")
+    parser.add_argument("--concurrency", type=_counts(common.MAX_CONCURRENCY, "sequences"), default=[1],
+                        help="sequences at once, e.g. 1,8,64")
+    parser.add_argument("--prompt", type=tokens, default=None, help="prompt tokens for TTFT (default: context)")
     parser.add_argument("--layout", default="tp", help="how the GPUs share a model: tp (default), pp, ep, layer")
     parser.add_argument("--prices", type=_prices, default=None,
                         help="add USD columns: 'table' (gpusizer.cost's prices) or overrides, e.g. h100=2.49")
     parser.add_argument("--fits", action="store_true", help="keep only the configurations that fit")
-    parser.add_argument("--columns", help="comma-separated columns to write (default: all)")
+    parser.add_argument("--columns", type=_names, help="comma-separated columns to write (default: all)")
     parser.add_argument("-o", "--output", help="file to write: .csv or .parquet (default: CSV on stdout)")
     parser.set_defaults(handler=_sweep)
 
@@ -97,16 +129,26 @@ def register(commands: Any) -> None:
 def _sweep(args: argparse.Namespace) -> str:
     from gpusizer.sweeper import Sweep, sweep
 
+    try:
+        checks.grid_rows(_axis_sizes(args), common.MAX_GRID_ROWS)
+    except ValueError as error:
+        raise common.CommandError(f"{error} (gpusizer.commands.common.MAX_GRID_ROWS)") from None
+    if args.output is not None:
+        common.check_output(args.output)
+    if args.output is not None and Path(args.output).suffix.lower() == ".parquet" \
+            and importlib.util.find_spec("pyarrow") is None:
+        raise common.CommandError(f"-o {args.output}: Parquet needs pyarrow (pip install pyarrow), or write .csv",
+                                  common.ENVIRONMENT)
     result = sweep(
         _catalogue(args.models), _catalogue(args.gpus), weights=_precisions(args.weights),
         kv_cache=_precisions(args.kv_cache), context=args.context, concurrency=args.concurrency,
-        gpu_count=args.gpu_count, engine=_list(args.engine), prompt=args.prompt, layout=args.layout,
+        gpu_count=args.gpu_count, engine=args.engine, prompt=args.prompt, layout=args.layout,
         prices=args.prices,
     )
     if args.fits:
         result = result.filter(fits=True)
     if args.columns:
-        wanted = _list(args.columns)
+        wanted = args.columns
         for name in wanted:
             result[name]  # a KeyError names the closest columns
         result = Sweep(data={name: result.data[name] for name in wanted}, shape=result.shape, axes=result.axes)
@@ -115,8 +157,5 @@ def _sweep(args: argparse.Namespace) -> str:
         result.to_csv(text)
         return text.getvalue().rstrip("\n")
     path = Path(args.output)
-    if path.suffix.lower() == ".parquet":
-        result.to_parquet(path)
-    else:
-        result.to_csv(path)
+    common.write_atomic(path, result.to_parquet if path.suffix.lower() == ".parquet" else result.to_csv)
     return f"wrote {len(result):,} rows x {len(result.data)} columns to {path}"

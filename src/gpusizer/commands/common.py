@@ -1,0 +1,285 @@
+"""What every command shares: argument types with documented limits, the model argument, input and
+output files, strict JSON and the error every command exits with.
+
+Errors are ``CommandError`` (a message naming the argument and an exit status: 2 for a bad value,
+1 for the environment: a missing or unreadable file, a full disk); ``gpusizer.cli.main`` prints them
+as one line, ``gpusizer: error: ...``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import stat
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from gpusizer import catalog, datafiles, units
+
+__all__ = [
+    "ENVIRONMENT",
+    "MAX_CONCURRENCY",
+    "MAX_GPUS",
+    "MAX_GRID_ROWS",
+    "MAX_NAME",
+    "MAX_TOKENS",
+    "USAGE",
+    "CommandError",
+    "check_context",
+    "check_output",
+    "count",
+    "default_context",
+    "finite",
+    "gpu_count",
+    "help_options",
+    "input_file",
+    "json_text",
+    "model",
+    "positive_tokens",
+    "tokens",
+    "write_atomic",
+]
+
+#: Exit status of a bad argument value (as argparse's own errors).
+USAGE = 2
+#: Exit status of a problem of the environment: a missing, unreadable or oversize file, a full disk.
+ENVIRONMENT = 1
+
+MAX_TOKENS = 2**24
+"""Most tokens per sequence any command accepts: 16,777,216 (16M), 1.6 times the longest context a
+published model claims (10M, Llama 4 Scout). Past it a size is no longer a question about a real
+deployment, and the token counts stay far from where the prefill's per-chunk arrays and the integer
+checks of ``gpusizer.checks`` (2**50) would matter. [token]"""
+
+MAX_CONCURRENCY = 2**24
+"""Most sequences resident at once: 16,777,216, far past any KV pool of the catalogue. [-]"""
+
+MAX_GPUS = 576
+"""Most GPUs one replica is split over: the largest catalogue system (GB200 NVL72, 72 GPUs) times 8
+scale-out nodes. ``gpusizer layouts`` ranks every layout of this many GPUs in about a second. [-]"""
+
+MAX_GRID_ROWS = 5_000_000
+"""Most rows ``gpusizer sweep`` computes: a 1.24M-row grid (84 columns) peaks at 0.28 GB, so 5M rows
+stay near 1.2 GB, under the 2 GiB a command may use by its arguments alone (issue 14). [-]"""
+
+MAX_NAME = 255
+"""Longest model name or path component accepted (NAME_MAX of Linux and macOS file systems). [character]"""
+
+
+class CommandError(Exception):
+    """A message naming the argument at fault, and the exit status (``USAGE`` or ``ENVIRONMENT``)."""
+
+    def __init__(self, message: str, status: int = USAGE) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def help_options(examples: str) -> dict[str, Any]:
+    """Keyword arguments for ``add_parser``: an epilog of ``examples`` (one per line), kept as written."""
+    lines = "\n".join(f"  {line}" for line in examples.splitlines())
+    return {"epilog": f"examples:\n{lines}", "formatter_class": argparse.RawDescriptionHelpFormatter}
+
+
+def _bounded(text: str, minimum: int, maximum: int, what: str) -> int:
+    try:
+        value = units.parse_tokens(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {text!r}")
+    if value > maximum:
+        raise argparse.ArgumentTypeError(f"at most {maximum:,} {what}, got {text!r} ({value:,})")
+    return value
+
+
+def tokens(text: str) -> int:
+    """Argument type of a token count (``4096``, ``32k``, ``1M``): 0 to ``MAX_TOKENS``. [token]"""
+    return _bounded(text, 0, MAX_TOKENS, "tokens (gpusizer.commands.common.MAX_TOKENS)")
+
+
+def positive_tokens(text: str) -> int:
+    """Argument type of a token count of at least 1, up to ``MAX_TOKENS``. [token]"""
+    return _bounded(text, 1, MAX_TOKENS, "tokens (gpusizer.commands.common.MAX_TOKENS)")
+
+
+def count(text: str) -> int:
+    """Argument type of a count of sequences or requests: 1 to ``MAX_CONCURRENCY``. [-]"""
+    return _bounded(text, 1, MAX_CONCURRENCY, "(gpusizer.commands.common.MAX_CONCURRENCY)")
+
+
+def gpu_count(text: str) -> int:
+    """Argument type of a number of GPUs: 1 to ``MAX_GPUS`` (576 = 72-GPU NVL72 x 8). [-]"""
+    return _bounded(text, 1, MAX_GPUS, "GPUs (72-GPU NVL72 x 8 scale-out)")
+
+
+def model(name: str, what: str = "MODEL") -> catalog.Model:
+    """The model a command names: a catalogue id, or a path to a Hugging Face config.json or a folder holding one.
+
+    Raises
+    ------
+    CommandError
+        An empty or over-long name (status 2), or a path whose config.json is missing, a directory,
+        a FIFO, oversize or unreadable (status 1).
+    KeyError
+        An unknown catalogue id (naming the closest ones).
+    """
+    if not name.strip():
+        raise CommandError(f"{what}: empty; give a catalogue id (gpusizer models) or a path to a config.json")
+    if len(name) > 4096 or any(len(part) > MAX_NAME for part in name.split(os.sep)):
+        raise CommandError(f"{what}: a name or path component longer than {MAX_NAME} characters")
+    path = Path(name)
+    try:
+        is_path = os.path.lexists(path)
+    except (OSError, ValueError) as error:  # ValueError: an embedded NUL
+        raise CommandError(f"{what}: {error}") from None
+    if not is_path:
+        return catalog.model(name)
+    from gpusizer import hf
+
+    config = path / "config.json" if path.is_dir() else path
+    input_file(config, what)
+    return hf.from_hf_config(name)
+
+
+def check_context(record: catalog.Model, context: int, prompt: int | None, allow: bool) -> None:
+    """Refuse a context (or prompt) past the model's maximum context unless ``allow``
+    (``--allow-beyond-max-context``); ``CommandError`` names the flag."""
+    limit = record.max_context
+    if allow or limit is None:
+        return
+    for flag, value in (("--context", context), ("--prompt", prompt)):
+        if value is not None and value > limit:
+            raise CommandError(
+                f"{flag} {value:,} is beyond the maximum context of {record.id} ({limit:,} tokens); "
+                "pass --allow-beyond-max-context to size it anyway"
+            )
+
+
+def default_context(record: catalog.Model, context: int | None, default: int = 8192) -> int:
+    """``context`` as given, else ``default`` or the model's maximum context if that is shorter. [token]"""
+    if context is not None:
+        return context
+    return min(default, record.max_context or default)
+
+
+def input_file(path: str | Path, what: str, limit: int = datafiles.MAX_FILE_BYTES) -> Path:
+    """``path`` checked as an input file before anything reads it.
+
+    A regular file of at most ``limit`` bytes, or a character device that ends within ``limit``
+    bytes (``/dev/null``; ``/dev/zero`` is refused at the cap). A FIFO is refused: reading it would
+    wait for a writer.
+
+    Raises
+    ------
+    CommandError
+        Status 1, naming ``what``: missing, a directory, a symlink loop, no permission, a FIFO or
+        socket, or larger than ``limit`` bytes.
+    """
+    path = Path(path)
+    try:
+        info = path.stat()
+        if stat.S_ISDIR(info.st_mode):
+            raise CommandError(f"{what}: {path} is a directory, not a file", ENVIRONMENT)
+        if stat.S_ISREG(info.st_mode):
+            if info.st_size > limit:
+                raise CommandError(f"{what}: {path} is larger than {limit:,} bytes", ENVIRONMENT)
+            with path.open("rb"):
+                pass
+        elif stat.S_ISCHR(info.st_mode):
+            with path.open("rb") as handle:
+                if len(handle.read(limit + 1)) > limit:
+                    raise CommandError(f"{what}: {path} is larger than {limit:,} bytes", ENVIRONMENT)
+        else:
+            raise CommandError(f"{what}: {path} is not a regular file (a FIFO, socket or device)", ENVIRONMENT)
+    except OSError as error:
+        raise CommandError(f"{what}: {path}: {error.strerror or error}", ENVIRONMENT) from None
+    return path
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:  # one is missing (or loops): compare the names
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_output(path: str | Path, *, what: str = "-o", inputs: Iterable[str | Path] = ()) -> Path:
+    """``path`` checked as an output file before any work: not an input, not a directory, its folder there.
+
+    Raises
+    ------
+    CommandError
+        ``path`` is one of ``inputs`` (status 2), a directory, or in a missing folder (status 1).
+    """
+    path = Path(path)
+    if len(str(path)) > 4096 or any(len(part) > MAX_NAME for part in path.parts):
+        raise CommandError(f"{what}: a path component longer than {MAX_NAME} characters")
+    for source in inputs:
+        if _same_file(path, Path(source)):
+            raise CommandError(f"{what}: {path} is also an input of this run; write elsewhere")
+    try:
+        if path.is_dir():
+            raise CommandError(f"{what}: {path} is a directory", ENVIRONMENT)
+        if not path.parent.is_dir():
+            raise CommandError(f"{what}: folder {path.parent} does not exist", ENVIRONMENT)
+    except OSError as error:
+        raise CommandError(f"{what}: {path}: {error.strerror or error}", ENVIRONMENT) from None
+    return path
+
+
+def write_atomic(path: str | Path, write: Callable[[Path], object], *, what: str = "-o",
+                 inputs: Iterable[str | Path] = ()) -> Path:
+    """Write an output file through ``write(temporary_path)``, then move it onto ``path`` at once.
+
+    The temporary file lies in the same folder and keeps the suffix (writers choose the format by
+    it), so ``os.replace`` is atomic and a failed write leaves ``path`` as it was. A character device
+    (``/dev/null``, ``/dev/stdout``) is written directly.
+
+    Raises
+    ------
+    CommandError
+        ``path`` is one of ``inputs`` (status 2); its folder is missing, it is a directory, or the
+        write fails: no permission, a full disk (status 1).
+    """
+    path = check_output(path, what=what, inputs=inputs)
+    try:
+        if path.exists() and not path.is_file():
+            if not stat.S_ISCHR(path.stat().st_mode):  # a FIFO would wait for a reader
+                raise CommandError(f"{what}: {path} is not a regular file or a device", ENVIRONMENT)
+            write(path)
+            return path
+        folder = path.parent
+        handle, name = tempfile.mkstemp(dir=folder, prefix=f".{path.stem[:64]}.", suffix=path.suffix[:32])
+        os.close(handle)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(name, 0o666 & ~umask)  # as open() would create it, not mkstemp's 0600
+        try:
+            write(Path(name))
+            os.replace(name, path)
+        finally:
+            if os.path.exists(name):
+                os.unlink(name)
+    except OSError as error:
+        raise CommandError(f"{what}: {path}: {error.strerror or error}", ENVIRONMENT) from None
+    return path
+
+
+def finite(value: Any) -> Any:
+    """``value`` with NaN and infinities replaced by ``None``, through dicts, lists and tuples."""
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(item) for item in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def json_text(data: Any) -> str:
+    """Strict JSON of ``data`` (indented): ``null`` for NaN and infinities, never a bare ``NaN``."""
+    return json.dumps(finite(data), indent=2, allow_nan=False)
