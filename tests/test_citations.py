@@ -26,7 +26,6 @@ FIELDS = {"source", "notes", "reference", "basis"}
 OWN_KINDS = {"md", "csv", "toml"}
 TOP = ("data", "docs", "src", "tests", "tools", "examples", "benchmarks")
 #: The vendored model configs move from tests/data/ to data/ (issue 13 item 8): either path resolves.
-MOVED = ("tests/data/model-configs/", "data/model-configs/")
 
 PUBLIC = re.compile(r"(?:https?://|doi:|arxiv:)\S+|\b[\w.-]+/[\w.-]+:[\w./@+-]+(?:#[\w.-]+)?", re.IGNORECASE)
 PATH = re.compile(
@@ -56,11 +55,7 @@ def anchors(page: Path) -> set[str]:
 
 
 def _exists(path: str) -> bool:
-    candidates = [path]
-    for old, new in (MOVED, MOVED[::-1]):
-        if path.startswith(old):
-            candidates.append(new + path[len(old):])
-    return any(list(ROOT.glob(c)) if "*" in c else (ROOT / c).exists() for c in candidates)
+    return bool(list(ROOT.glob(path))) if "*" in path else (ROOT / path).exists()
 
 
 def problems(text: str, *, bare: bool = True) -> list[str]:
@@ -180,7 +175,7 @@ def test_a_dangling_citation_in_documentation_prose_is_caught(text):
     "NVIDIA/nccl:src/graph/tuning.cc hwLat[NVLINK][RING][LL]",
     "https://github.com/NVIDIA/nccl/issues/1161; arXiv:1909.08053",
     "Config: verbatim copy of the HF config.json",
-    "tests/data/model-configs/",
+    "data/model-configs/",
     "NVIDIA H100 Tensor Core GPU Datasheet",
 ])
 def test_a_public_or_repository_citation_passes(text):
