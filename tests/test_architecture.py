@@ -114,7 +114,7 @@ def test_block_formulas_by_hand():
 @pytest.mark.parametrize(
     ("name", "full", "windowed"),
     [
-        ("llama-3.1-8b", 2 * 32 * 8 * 128, ()),  # 131,072 B/token in BF16 (methods.md section 3)
+        ("llama-3.1-8b", 2 * 32 * 8 * 128, ()),  # 131,072 B/token in BF16 (docs/methods.md#kv-cache-per-token)
         ("llama-3.1-70b", 2 * 80 * 8 * 128, ()),  # 327,680 B/token in BF16
         ("deepseek-v3", 61 * (512 + 64), ()),  # MLA latent + rope key: 70,272 B/token in BF16
         ("gpt-oss-120b", 18 * 2 * 8 * 64, ((128, 18 * 2 * 8 * 64),)),

@@ -63,7 +63,7 @@ def experts_touched(tokens: Any, num_experts: Any, experts_per_token: Any) -> An
     -----
     Real routers are skewed, so at small :math:`T` this over-estimates the distinct experts (a
     conservative choice for speed). Values for DeepSeek-V3 (256, 8): 8, 57, 163, 252 at
-    :math:`T` = 1, 8, 32, 128 (methods.md, section 1.4).
+    :math:`T` = 1, 8, 32, 128 (docs/methods.md#experts-touched-per-step).
 
     Examples
     --------

@@ -107,7 +107,7 @@ def resolve(table: Table, engine: str, gpu_class: str, family: str, fabric: str)
     )
 
 
-#: Widening of the band where no measurement informed the group (methods.md, section C).
+#: Widening of the band where no measurement informed the group (docs/methods.md#uncertainty-bands).
 EXTRAPOLATION_WIDENING = 1.5
 
 
