@@ -37,7 +37,8 @@ def test_tied_embedding_is_streamed_once_as_the_head():
 
 
 def test_experts_touched_matches_the_methods_table():
-    # docs/methods.md#experts-touched-per-step: DeepSeek-V3 (256, 8): 8, 57, 163, 252; gpt-oss-120b (128, 4): 4, 29, 82, 126
+    # docs/methods.md#experts-touched-per-step:
+    # DeepSeek-V3 (256, 8): 8, 57, 163, 252; gpt-oss-120b (128, 4): 4, 29, 82, 126
     assert decode.experts_touched([1, 8, 32, 128], 256, 8) == pytest.approx([8, 57, 163, 252], abs=0.6)
     assert decode.experts_touched([1, 8, 32, 128], 128, 4) == pytest.approx([4, 29, 82, 126], abs=0.6)
 

@@ -425,7 +425,8 @@ def max_rank_load(tokens: Any, experts_per_token: Any, ranks: Any, experts_per_r
     References
     ----------
     .. [1] M. Raab and A. Steger, "Balls into bins - a simple and tight analysis," RANDOM 1998
-       (maximum load :math:`\mu + \sqrt{2\mu\ln n}` for :math:`\mu \gg \ln n`); docs/methods.md#experts-touched-per-step.
+       (maximum load :math:`\mu + \sqrt{2\mu\ln n}` for :math:`\mu \gg \ln n`);
+       docs/methods.md#experts-touched-per-step.
 
     Examples
     --------
