@@ -22,7 +22,8 @@ def test_llama70_kv_at_32k_by_16_in_fp8_is_80_gib():
 
 
 def test_sliding_window_layers_cap_at_the_window():
-    # docs/methods.md#kv-cache-per-token: 18 full layers x 2,048 B/token; 18 SWA layers capped at 128 tokens = 4.7 MB/sequence
+    # docs/methods.md#kv-cache-per-token: 18 full layers x 2,048 B/token;
+    # 18 SWA layers capped at 128 tokens = 4.7 MB/sequence
     per_full_token = 18 * 2 * 8 * 64 * 2
     assert per_full_token == 36864
     at_8k = memory.sequence_cache_bytes(8192, GPT_OSS, 2.0)
