@@ -60,3 +60,8 @@ def test_module_docstring(name: str) -> None:
     import ast
 
     assert ast.get_docstring(ast.parse(KNOWN[name].read_text(encoding="utf-8"))), name
+
+
+def test_the_architecture_page_names_every_module() -> None:
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert [name for name in KNOWN if f"`{name}`" not in page] == []

@@ -1,4 +1,4 @@
-"""Private helpers: numpy's broadcasting arithmetic, kept in plain Python numbers for scalar inputs.
+"""Helpers: numpy's broadcasting arithmetic, kept in plain Python numbers for scalar inputs.
 
 The physics functions are written once, for arrays. numpy spends 0.5-2.5 us on each ufunc call, and on
 each operator with a 0-d array, where Python spends 30-150 ns on floats. So a scalar configuration
