@@ -16,6 +16,7 @@ import contextlib
 import io
 import os
 import random
+import shutil
 import sys
 import tempfile
 import traceback
@@ -50,10 +51,12 @@ ODD_FLAGS = ["--", "-", "--json", "--csv", "--bogus", "-o", "--gpus", "--context
 
 def make_files(folder: Path) -> dict[str, str]:
     """Files the mutations point at, made in ``folder``: good inputs and every kind of bad path."""
-    root = Path(__file__).resolve().parents[1]
+    bench = Path(__file__).resolve().parents[1] / "tests" / "data" / "bench"
+    for name in ("measurements.csv", "vllm_c1.json"):  # copies: a mutation may write -o over them
+        shutil.copyfile(bench / name, folder / name)
     files = {
-        "measurements": str(root / "tests" / "data" / "bench" / "measurements.csv"),
-        "vllm": str(root / "tests" / "data" / "bench" / "vllm_c1.json"),
+        "measurements": str(folder / "measurements.csv"),
+        "vllm": str(folder / "vllm_c1.json"),
         "missing": str(folder / "missing.csv"),
         "dir": str(folder),
         "loop": str(folder / "loop"),
@@ -139,20 +142,31 @@ def fuzz(runs: int, seed: int) -> tuple[list[tuple[list[str], str]], Counter[obj
     from gpusizer.cli import main
 
     rng = random.Random(seed)
-    failures = []
+    failures: list[tuple[list[str], str]] = []
     statuses: Counter[object] = Counter()
+    home = os.getcwd()
     with tempfile.TemporaryDirectory() as folder:
         files = make_files(Path(folder))
-        for _ in range(runs):
-            argv = arguments(rng, files)
-            status, problem = run_one(main, argv)
-            statuses[status] += 1
-            if problem is not None:
-                failures.append((argv, problem))
-            for name in os.listdir(folder):  # outputs of the run, so that the next starts alike
-                if name.startswith(("out", ".out")):
-                    os.unlink(os.path.join(folder, name))
+        os.chdir(folder)  # relative -o names land in the temporary folder
+        try:
+            _runs(main, rng, files, folder, runs, failures, statuses)
+        finally:
+            os.chdir(home)
     return failures, statuses
+
+
+def _runs(main: Callable[[list[str]], int], rng: random.Random, files: dict[str, str], folder: str, runs: int,
+          failures: list[tuple[list[str], str]], statuses: Counter[object]) -> None:
+    keep = set(os.listdir(folder))
+    for _ in range(runs):
+        argv = arguments(rng, files)
+        status, problem = run_one(main, argv)
+        statuses[status] += 1
+        if problem is not None:
+            failures.append((argv, problem))
+        for name in os.listdir(folder):  # outputs of the run, so that the next starts alike
+            if name not in keep and os.path.isfile(os.path.join(folder, name)):
+                os.unlink(os.path.join(folder, name))
 
 
 def _main() -> int:
