@@ -196,9 +196,15 @@ def test_context_limits(capsys):
                  "--allow-beyond-max-context")
     assert_error(["fit", "llama-3.1-8b", "h100", "--prompt", "1M"], capsys, 2, "--prompt")
     assert main(["fit", "llama-2-7b", "h100", "--context", "16k", "--allow-beyond-max-context", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["context"] == 16384
+    beyond = json.loads(capsys.readouterr().out)
+    assert (beyond["context"], beyond["context_exceeds_model_max"]) == (16384, True)
+    assert main(["fit", "llama-2-7b", "h100", "--context", "16k", "--allow-beyond-max-context"]) == 0
+    text = capsys.readouterr().out  # the text says so, and why max_context stops at 4,096
+    assert "warning: 16,384 tokens exceed the model's maximum context of 4,096 tokens" in text
+    assert "up to 4,096 tokens (the model maximum)" in text
     assert main(["fit", "llama-2-7b", "h100", "--json"]) == 0  # default: 8k, or the model's maximum if shorter
-    assert json.loads(capsys.readouterr().out)["context"] == 2048
+    within = json.loads(capsys.readouterr().out)
+    assert (within["context"], within["context_exceeds_model_max"]) == (4096, False)  # Llama 2: 4k context
     assert_error(["fit", "llama-3.1-8b", "h100", "--context", "1048576M"], capsys, 2, "--context", "16,777,216")
     assert_error(["layouts", "llama-2-7b", "h100", "--context", "16k"], capsys, 2, "--context")
 

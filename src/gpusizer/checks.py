@@ -17,10 +17,21 @@ T = TypeVar("T")
 #: Largest GPU count the Python API accepts for one deployment (64 x the largest catalogue system). [-]
 MAX_GPUS = 4096
 
+MAX_TOKENS = 2**24
+"""Most tokens per sequence (context or prompt) that ``estimate``, ``sweep`` and every command accept:
+16,777,216 (16M), 1.6 times the longest context a published model claims (10M, Llama 4 Scout). Past it a
+size is no longer a question about a real deployment; below it a prefill takes at most 32,768 chunk steps
+of the smallest engine chunk (512 tokens), evaluated a block at a time in bounded memory. [token]"""
 
-def integer_array(value: Any, name: str, *, minimum: int = 0) -> np.ndarray:
-    """``value`` as an int64 array, or ``ValueError`` naming ``name`` if it is not whole and >= minimum."""
-    if type(value) is int and minimum <= value <= 2**50:  # the common scalar, without numpy's checks
+MAX_GRID_ROWS = 5_000_000
+"""Most rows ``sweep`` computes: a 1.24M-row grid (84 columns) peaks at 0.28 GB, so 5M rows stay near
+1.2 GB, under the 2 GiB a command may use by its arguments alone (issue 14). [-]"""
+
+
+def integer_array(value: Any, name: str, *, minimum: int = 0, maximum: int = 2**50) -> np.ndarray:
+    """``value`` as an int64 array, or ``ValueError`` naming ``name`` unless it is whole and within
+    ``minimum`` and ``maximum``."""
+    if type(value) is int and minimum <= value <= maximum:  # the common scalar, without numpy's checks
         return np.asarray(value, dtype=np.int64)
     try:
         array = np.asarray(value)
@@ -30,11 +41,11 @@ def integer_array(value: Any, name: str, *, minimum: int = 0) -> np.ndarray:
         raise ValueError(f"{name} must be a whole number, got {value!r}")
     if array.dtype.kind == "f":
         if not np.all(np.isfinite(array)) or np.any(array != np.round(array)):
-            raise ValueError(f"{name} must be a whole number of tokens, got {value!r}")
+            raise ValueError(f"{name} must be a whole number, got {value!r:.80}")
     if np.any(array < minimum):
-        raise ValueError(f"{name} must be >= {minimum}, got {value!r}")
-    if np.any(array > 2**50):
-        raise ValueError(f"{name} is implausibly large: {value!r}")
+        raise ValueError(f"{name} must be >= {minimum}, got {value!r:.80}")
+    if np.any(array > maximum):
+        raise ValueError(f"{name} must be <= {maximum:,}, got {value!r:.80}")
     return array.astype(np.int64)
 
 

@@ -109,7 +109,8 @@ def fit_json(result: Estimate) -> dict[str, Any]:
     """The ``--json`` contract of ``gpusizer fit``: per GPU, sizes as integers in bytes."""
     data = result.to_dict()
     data["memory"] = {key: _bytes(value) for key, value in data["memory"].items()}
-    data["kv_pool_bytes"] = _bytes(data["kv_pool_bytes"])
+    for key in ("kv_pool_bytes", "kv_pool_deficit_bytes"):
+        data[key] = _bytes(data[key])
     return data
 
 
@@ -122,8 +123,8 @@ def _size(value: float) -> str:
     return f"{value / GB:9.2f} GB  {value / GiB:8.2f} GiB"
 
 
-def fit_text(result: Estimate, device: catalog.GPU) -> str:
-    """A readable breakdown and a one-line verdict."""
+def fit_text(result: Estimate, device: catalog.GPU, record: catalog.Model) -> str:
+    """A readable breakdown and a one-line verdict; a warning when the context is past the model's maximum."""
     m = result.memory
     weights = result.weights + (f" (experts {result.expert_weights})" if result.expert_weights else "")
     lines = [
@@ -143,23 +144,35 @@ def fit_text(result: Estimate, device: catalog.GPU) -> str:
     fitting, asked = _plural(result.max_concurrency, "sequence"), _plural(result.concurrency, "sequence")
     limits = (
         f"the KV pool holds {result.kv_pool_tokens:,} tokens: {fitting} of {result.context:,} tokens, "
-        f"or {asked} of up to {result.max_context:,} tokens."
+        f"or {asked} of up to {result.max_context:,} tokens"
+        f"{' (the model maximum)' if result.max_context == record.max_context else ''}."
     )
     d, p = result.decode, result.prefill
     lines += [
         f"  decode       {d.expected_tokens_per_second:9.1f} tok/s per user expected "
         f"(p10-p90 {d.band[0]:.1f}-{d.band[1]:.1f}; ceiling {d.ceiling_tokens_per_second:.1f}), "
         f"{d.expected_aggregate_tokens_per_second:.0f} tok/s aggregate, {d.bound}-bound",
-        f"  prefill      {p.seconds_expected * 1e3:9.0f} ms for {p.prompt:,} prompt tokens expected "
-        f"(ceiling {p.seconds_ceiling * 1e3:.0f} ms); TTFT {p.ttft_seconds_expected * 1e3:.0f} ms",
+        prefill_text(p),
         *parallel_text(result),
         "",
     ]
+    if result.context_exceeds_model_max:
+        lines += [f"warning: {result.context:,} tokens exceed the model's maximum context of "
+                  f"{record.max_context:,} tokens; the sizes are extrapolated", ""]
     if result.fits:
         verdict = f"FITS with {m.headroom_bytes / GB:.2f} GB headroom per GPU; {limits}"
     else:
         verdict = f"DOES NOT FIT: {-m.headroom_bytes / GB:.2f} GB short per GPU; {limits}"
     return "\n".join([*lines, verdict])
+
+
+def prefill_text(p: Any) -> str:
+    """The prefill line of ``fit``'s text; says why when the expected time is unknown."""
+    if p.seconds_expected is None:
+        return (f"  prefill      unknown for {p.prompt:,} prompt tokens: {p.unknown} (memory-bound ceiling "
+                f"{p.seconds_ceiling * 1e3:.0f} ms, TTFT ceiling {p.ttft_seconds_ceiling * 1e3:.0f} ms)")
+    return (f"  prefill      {p.seconds_expected * 1e3:9.0f} ms for {p.prompt:,} prompt tokens expected "
+            f"(ceiling {p.seconds_ceiling * 1e3:.0f} ms); TTFT {p.ttft_seconds_expected * 1e3:.0f} ms")
 
 
 def parallel_text(result: Estimate) -> list[str]:
@@ -301,7 +314,7 @@ def _fit(args: argparse.Namespace) -> str:
         layout=args.layout,
         calibration=_calibration(args.calibration),
     )
-    return common.json_text(fit_json(result)) if args.json else fit_text(result, catalog.gpu(result.gpu))
+    return common.json_text(fit_json(result)) if args.json else fit_text(result, catalog.gpu(result.gpu), record)
 
 
 def _calibration(path: Path | None) -> Any:

@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from gpusizer import catalog, efficiency, engines, memory, parallel, performance, unpack
-from gpusizer.checks import cache_by_identity, integer_array, plain, scalar_or_array
-from gpusizer.numeric import number
+from gpusizer import catalog, checks, efficiency, engines, memory, parallel, performance, unpack
+from gpusizer.checks import cache_by_identity, instance, integer_array, plain, scalar_or_array
+from gpusizer.numeric import maximum, number
 from gpusizer.presentation import Presented
 
 if TYPE_CHECKING:  # for the annotation only: estimate applies a calibration through efficiency.calibrated_table
@@ -106,13 +106,19 @@ class Estimate(Presented):
     fits: Any
     """Whether everything fits on every GPU. [bool]"""
     kv_pool_bytes: Any
-    """KV pool the engine allocates per GPU. [B]"""
+    """KV pool the engine allocates per GPU; 0 when the weights and overheads leave none. [B]"""
+    kv_pool_deficit_bytes: Any
+    """How far the weights and overheads exceed the engine's budget per GPU, before any KV cache; 0 when
+    they leave a pool. [B]"""
     kv_pool_tokens: Any
     """Tokens of ``context``-long sequences the KV pools of the whole layout hold. [token]"""
     max_concurrency: Any
     """Sequences of ``context`` tokens the KV pools of the whole layout hold. [-]"""
     max_context: Any
     """Longest context at ``concurrency`` that fits, capped at the model's maximum. [token]"""
+    context_exceeds_model_max: Any
+    """Whether ``context`` is longer than the model's maximum context (its ``max_position_embeddings``);
+    the sizes are then extrapolated past what the model was trained for. [bool]"""
     decode: performance.Decode
     """Decode speed of the next token when every sequence holds ``context`` tokens."""
     prefill: performance.Prefill
@@ -188,8 +194,11 @@ def estimate(
     ------
     KeyError
         Unknown model or GPU id (the message names the closest ids).
+    TypeError
+        An argument of the wrong type (``gpu=None``, ``gpus=[1, 2]``, ``calibration="x"``), naming it.
     ValueError
-        Negative or fractional context or concurrency, unknown precision or engine, or a layout that
+        Negative or fractional context or concurrency, a context or prompt over ``checks.MAX_TOKENS``
+        (16,777,216), more than ``checks.MAX_GPUS`` GPUs, unknown precision or engine, or a layout that
         does not match ``gpus`` or the model (more stages than layers, expert parallelism without
         experts). Attention heads that do not divide by the tensor-parallel degree only warn.
 
@@ -200,15 +209,18 @@ def estimate(
     (True, 16.06)
     """
     record = catalog.model(model)
+    instance(gpu, "gpu", (str, catalog.GPU, catalog.System))
+    if calibration is not None:
+        efficiency.check_calibration(calibration)
     bare = isinstance(layout, str) and layout.strip().lower() in ("tp", "pp", "ep", "dp", "layer")
     system = _system(gpu)
     if gpus is None and system is None and not bare:
         gpus = parallel.layout(layout).gpus  # an explicit layout on a bare GPU says how many
     device, count = resolve_target(gpu, gpus)
-    count = int(integer_array(count, "gpus", minimum=1))
-    ctx = number(integer_array(context, "context", minimum=1))
+    count = checks.count(count, "gpus", maximum=checks.MAX_GPUS)
+    ctx = number(integer_array(context, "context", minimum=1, maximum=checks.MAX_TOKENS))
     users = number(integer_array(concurrency, "concurrency", minimum=1))
-    asked = None if prompt is None else number(integer_array(prompt, "prompt", minimum=1))
+    asked = None if prompt is None else number(integer_array(prompt, "prompt", minimum=1, maximum=checks.MAX_TOKENS))
     profile = engines.engine(engine)
     plan = parallel.layout(layout, count)
     parallel.check(plan, record, heads=False)
@@ -375,8 +387,10 @@ def memory_numbers(
         budget_bytes=weight_bytes + activation + runtime + pool,
         headroom_bytes=headroom,
         fits=scalar_or_array(headroom >= 0),
-        kv_pool_bytes=pool,
+        kv_pool_bytes=maximum(pool, 0.0),
+        kv_pool_deficit_bytes=maximum(0.0 - pool, 0.0),
         kv_pool_tokens=scalar_or_array(memory.pool_tokens(pool, per_sequence, ctx) * groups),
         max_concurrency=scalar_or_array(memory.max_concurrency(pool, per_sequence) * groups),
         max_context=memory.max_context(pool / stage, resident, f.layout, f.kv_bpe, f.act_bpe, limit=f.limit, **cache),
+        context_exceeds_model_max=scalar_or_array(number(ctx) > f.limit),
     )

@@ -67,19 +67,8 @@ from gpusizer.checks import count, instance, scalar_or_array
 from gpusizer.numeric import ceil, divide, maximum, minimum, number, where
 
 __all__ = [
-    "Layout",
-    "WeightParts",
-    "candidates",
-    "check",
-    "layout",
-    "max_rank_load",
-    "micro_batches",
-    "pipelined_seconds",
-    "scaling_efficiency",
-    "sequences_per_group",
-    "stage_fraction",
-    "weight_parts",
-    "weights_per_gpu",
+    "Layout", "WeightParts", "candidates", "check", "layout", "max_rank_load", "micro_batches", "pipelined_seconds",
+    "scaling_efficiency", "sequences_per_group", "stage_fraction", "weight_parts", "weights_per_gpu",
 ]
 
 
@@ -452,16 +441,19 @@ def micro_batches(sequences: Any, stages: Any, sequential: Any = False) -> Any:
     return scalar_or_array(where(number(sequential), 1, minimum(number(sequences), number(stages))))
 
 
-def pipelined_seconds(chunk_seconds: Any, stages: Any) -> Any:
+def pipelined_seconds(chunk_seconds: Any, stages: Any, longest: Any = None) -> Any:
     r"""Time for chunks to flow through ``stages`` pipeline stages, chunks along the trailing axis.
 
     Parameters
     ----------
     chunk_seconds : array_like
         Time of each chunk through all stages, as if on one stage (0 for padding), along the trailing
-        axis; a scalar is a prompt of one chunk. [s]
+        axis; a scalar is a prompt of one chunk. With ``longest``: their sum, without a chunk axis. [s]
     stages : array_like
         Pipeline stages :math:`P`. [-]
+    longest : array_like, optional
+        The longest chunk's time, when ``chunk_seconds`` is already summed (a prompt evaluated a block of
+        chunks at a time). [s]
 
     Returns
     -------
@@ -477,9 +469,16 @@ def pipelined_seconds(chunk_seconds: Any, stages: Any) -> Any:
     --------
     >>> pipelined_seconds([1.0, 1.0, 1.0, 1.0], 4)  # (4 + 3) / 4
     1.75
+    >>> pipelined_seconds(4.0, 4, longest=1.0)
+    1.75
     """
     t, p = number(chunk_seconds), number(stages)
-    total, longest = (t.sum(axis=-1), t.max(axis=-1, initial=0.0)) if type(t) is np.ndarray else (t, maximum(t, 0.0))
+    if longest is not None:
+        total, longest = t, number(longest)
+    elif type(t) is np.ndarray:
+        total, longest = t.sum(axis=-1), t.max(axis=-1, initial=0.0)
+    else:
+        total, longest = t, maximum(t, 0.0)
     return scalar_or_array(total / p + (p - 1.0) / p * longest)
 
 

@@ -10,6 +10,7 @@ micro-batches and a prompt of chunks. Composition only: every formula is a publi
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from typing import Any, NamedTuple
 
@@ -137,18 +138,106 @@ def is_single_gpu(s: configuration.Setup) -> bool:
     return type(s.tp) is int and s.tp == s.pp == s.ep == s.groups == s.attention_dp == 1 and s.sequential is False
 
 
-def prefill_steps(s: configuration.Setup, prompt: Any, chunk: float, prompts: Any = 1) -> Step:
+def prefill_steps(
+    s: configuration.Setup, prompt: Any, chunk: float, prompts: Any = 1, chunks: tuple[int, int | None] = (0, None)
+) -> Step:
+    """The chunk steps of a prompt along a trailing axis; ``chunks`` = ``(first, count)`` lays out only
+    that block of them (``prefill.chunk_tokens``)."""
     sizes: Any
     before: Any
-    if type(prompt) is int and prompt <= chunk:  # one prompt of one chunk: no chunk axis to lay out
+    first, count = chunks
+    if type(prompt) is int and prompt <= chunk and first == 0:  # one prompt of one chunk: no chunk axis
         sizes, before = float(prompt), 0.0
     else:
-        sizes, before = prefill.chunk_tokens(prompt, chunk)
+        sizes, before = prefill.chunk_tokens(prompt, chunk, first=first, count=count)
     last = (sizes > 0) & (before + sizes >= along_chunks(prompt))
     asked = along_chunks(prompts)
     group = parallel.sequences_per_group(asked, s.groups)
     replica = parallel.sequences_per_group(asked, s.groups // s.attention_dp)
     return engine_step(s, sizes, before, group, head=last, dims=s.model.prefill_dims, routed=sizes * replica)
+
+
+#: Elements (configurations times chunks) one block of chunk steps may hold: the memory of a prefill is
+#: bounded whatever the prompt's length, a long prompt being evaluated a block of chunks at a time.
+CHUNK_BLOCK_ELEMENTS = 2**18
+
+
+def chunk_blocks(prompt: Any, chunk: Any, elements: int = 1) -> list[tuple[int, int | None]]:
+    """``(first, count)`` blocks of a prompt's chunks (``prefill_steps``' ``chunks``) such that ``elements``
+    configurations times ``count`` chunks stay within ``CHUNK_BLOCK_ELEMENTS``; one block when they fit."""
+    n = prefill.chunk_count(prompt, chunk)
+    per = max(1, CHUNK_BLOCK_ELEMENTS // max(1, elements))
+    return [(0, None)] if n <= per else [(j, per) for j in range(0, n, per)]
+
+
+def prefill_times(
+    steps: Step, s: configuration.Setup, c: efficiency.Constants | None, overhead: Any = None
+) -> tuple[Any, Any]:
+    """The sum and the longest of the chunk steps' times (``prefill.chunked_seconds`` without the
+    per-request cost; ``overhead``: ``overhead_seconds`` of the steps when the caller has it)."""
+    seconds = step_seconds(steps, s, c, phase="prefill", overhead=overhead)
+    times = where(steps.tokens > 0, seconds, 0.0)
+    longest = times.max(axis=-1, initial=0.0) if type(times) is np.ndarray else times
+    return prefill.chunked_seconds(times, steps.tokens), longest
+
+
+def prefill_schedule(total: Any, longest: Any, layout: configuration.Setup, request: Any = 0.0) -> Any:
+    """Prefill time from the sum and the longest of its chunk steps (``prefill_times``, added over blocks):
+    one after the other, or flowing through the pipeline stages when the engine overlaps them (``layout``:
+    the setup without the chunk axis), plus the per-request cost."""
+    chunked = total + request  # prefill.chunked_seconds' sum, its chunks summed a block at a time
+    overlap = layout.pipelined_prefill & (layout.pp > 1)
+    if overlap is False:  # one configuration that does not overlap: no pipelined schedule to work out
+        return scalar_or_array(chunked)
+    return scalar_or_array(where(overlap, parallel.pipelined_seconds(total, layout.pp, longest) + request, chunked))
+
+
+def prefill_sums(
+    sx: configuration.Setup, cx: efficiency.Constants, one: configuration.Setup | None, prompt: Any, size: Any,
+    elements: int = 1,
+) -> dict[str, Any]:
+    """What a prefill's numbers add up over its chunk steps, a block of chunks at a time (``chunk_blocks``
+    for ``elements`` configurations): the sum and the longest step time at the ceiling (``ceiling``,
+    ``ceiling_longest``), expected (``expected``...) and on the one-GPU reference ``one`` (``reference``...;
+    the expected ones when ``one`` is None); ``flops``, ``moved``, ``weights`` (bytes), ``chunks``,
+    ``compute`` and ``memory`` (bound times) and ``communication`` per configuration."""
+    sums: dict[str, Any] = {}
+    for block in chunk_blocks(prompt, size, elements):  # one block unless the prompt is very long
+        part = _prefill_block(sx, cx, one, prompt, size, block)
+        sums = part if not sums else {k: (np.maximum if k.endswith("longest") else np.add)(sums[k], v)
+                                      for k, v in part.items()}
+    return sums
+
+
+def _prefill_block(
+    sx: configuration.Setup, cx: efficiency.Constants, one: configuration.Setup | None, prompt: Any,
+    size: Any, block: tuple[int, int | None],
+) -> dict[str, Any]:
+    """The sums over one block of a prompt's chunk steps (and the longest step) that ``prefill_numbers``
+    adds up: times at the ceiling, expected and on the one-GPU reference, FLOPs, bytes and bound times."""
+    steps = prefill_steps(sx, prompt, size, chunks=block)
+    ceiling = prefill_times(steps, sx, None)
+    communication = communication_seconds(steps, sx, cx)
+    overhead = overhead_seconds(steps, sx, cx, communication)
+    expected = prefill_times(steps, sx, cx, overhead)
+    reference = expected if one is None else prefill_times(prefill_steps(one, prompt, size, chunks=block), one, cx)
+    compute, memory_ = (over_chunks(t) for t in bound_seconds(steps, sx))
+    return dict(
+        ceiling=ceiling[0], ceiling_longest=ceiling[1], expected=expected[0], expected_longest=expected[1],
+        reference=reference[0], reference_longest=reference[1],
+        flops=over_chunks(steps.dense_flops + steps.expert_flops + steps.attention_flops),
+        moved=over_chunks(steps.dense_bytes + steps.expert_bytes + steps.kv_bytes),
+        weights=over_chunks(steps.dense_bytes + steps.expert_bytes - steps.activation_bytes),
+        chunks=over_chunks(1 * (steps.tokens > 0)), compute=compute, memory=memory_,
+        communication=over_chunks(communication),
+    )
+
+
+def elements(s: configuration.Setup, c: efficiency.Constants, *values: Any) -> int:
+    """Configurations the arrays of a setup, its constants and ``values`` broadcast to. [-]"""
+    shapes = [np.shape(v) for v in values]
+    shapes += [v.shape for r in (s, c, s.model) for v in vars(r).values() if type(v) is np.ndarray]
+    return math.prod(np.broadcast_shapes(*shapes))
 
 
 def prefill_seconds(
@@ -159,16 +248,8 @@ def prefill_seconds(
     request: Any = 0.0,
     overhead: Any = None,
 ) -> Any:
-    """Prefill time from its chunk steps: one after the other, or flowing through the pipeline stages when
-    the engine overlaps them (``layout``: the setup without the chunk axis; ``overhead``: ``overhead_seconds``
-    of the steps when the caller has it)."""
-    seconds = step_seconds(steps, s, c, phase="prefill", overhead=overhead)
-    times = where(steps.tokens > 0, seconds, 0.0)
-    overlap = layout.pipelined_prefill & (layout.pp > 1)
-    chunked = prefill.chunked_seconds(times, steps.tokens, request)
-    if overlap is False:  # one configuration that does not overlap: no pipelined schedule to work out
-        return chunked
-    return scalar_or_array(where(overlap, parallel.pipelined_seconds(times, layout.pp) + request, chunked))
+    """Prefill time from all of its chunk steps (``prefill_times`` then ``prefill_schedule``)."""
+    return prefill_schedule(*prefill_times(steps, s, c, overhead), layout, request)
 
 
 def step_seconds(

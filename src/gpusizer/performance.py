@@ -36,8 +36,8 @@ from gpusizer.measurement import BatchThroughput, batch_throughput, keys, predic
 from gpusizer.numeric import maximum, minimum, number, where
 
 __all__ = [
-    "BatchThroughput", "Decode", "Prefill", "Speed", "band_factors", "batch_throughput", "decode_numbers", "keys",
-    "predict", "prefill_numbers", "regime", "speed", "speed_of",
+    "PREFILL_UNKNOWN", "BatchThroughput", "Decode", "Prefill", "Speed", "band_factors", "batch_throughput",
+    "decode_numbers", "keys", "predict", "prefill_numbers", "regime", "speed", "speed_of",
 ]
 
 
@@ -121,7 +121,7 @@ class Prefill:
     seconds_ceiling: Any
     """Datasheet roofline. [s]"""
     seconds_expected: Any
-    """Expected; ``nan`` when the GPU publishes no tensor rate. [s]"""
+    """Expected; None when the GPU publishes no matrix rate (``unknown``). [s]"""
     band: tuple[Any, Any]
     """p10 and p90 of ``seconds_expected``. [s]"""
     tokens_per_second_ceiling: Any
@@ -144,6 +144,17 @@ class Prefill:
     constants: str
     informed: bool
     compute_rate_published: bool
+    unknown: str | None = None
+    """Why the expected prefill, its band, TTFT and scaling are None (a GPU whose vendor publishes no
+    matrix rate: compute time cannot be modelled, only the memory-bound ceiling); None when known."""
+
+
+#: Why ``Prefill``'s expected fields are None on a GPU without a published matrix rate.
+PREFILL_UNKNOWN = "no published dense matrix (tensor) rate for this GPU, so prefill compute is not modelled"
+
+#: The fields of ``Prefill`` that need the GPU's compute rate (None when it publishes none).
+_NEEDS_COMPUTE_RATE = ("seconds_expected", "band", "tokens_per_second_expected", "ttft_seconds_expected",
+                      "ttft_band", "scaling_efficiency")
 
 
 class Speed(NamedTuple):
@@ -408,12 +419,18 @@ def _prefill(
     first: tuple[Any, Any] | None = None,
     alone: configuration.Setup | None = None,
 ) -> Prefill:
+    numbers = prefill_numbers(s, c, band_factors(table, "prefill", s, c), prompt, users, chunk, first, alone)
+    unknown = None
+    if not s.published:  # one GPU: every row of the prefill lacks the same rate
+        unknown = PREFILL_UNKNOWN
+        numbers.update({name: (None, None) if name.endswith("band") else None for name in _NEEDS_COMPUTE_RATE})
     return Prefill(
-        **prefill_numbers(s, c, band_factors(table, "prefill", s, c), prompt, users, chunk, first, alone),
+        **numbers,
         regime=regime("prefill", s),
         constants=c.group,
         informed=c.informed,
         compute_rate_published=s.published,
+        unknown=unknown,
     )
 
 
@@ -434,30 +451,27 @@ def prefill_numbers(
     size = float(chunk) if chunk is not None else c.chunk_tokens
     arrays = isinstance(s.dense_peak, np.ndarray)
     sx, cx = (passes.along_chunks(s), passes.along_chunks(c)) if arrays else (s, c)  # chunks lie along a trailing axis
-    steps = passes.prefill_steps(sx, prompt, size)
-    ceiling = passes.prefill_seconds(steps, sx, None, s)
-    communication = passes.communication_seconds(steps, sx, cx)
-    overhead = passes.overhead_seconds(steps, sx, cx, communication)
-    expected = passes.prefill_seconds(steps, sx, cx, s, c.request_seconds, overhead)
     one, one_s = (alone, alone) if alone is not None else (passes.single_gpu(sx), passes.single_gpu(s))
-    reference = expected if passes.is_single_gpu(s) else passes.prefill_seconds(
-        passes.prefill_steps(one, prompt, size), one, cx, one_s, c.request_seconds,
-    )
+    single = passes.is_single_gpu(s)
+    elements = passes.elements(s, c, prompt, users) if arrays or type(prompt) is not int else 1
+    sums = passes.prefill_sums(sx, cx, one if not single else None, prompt, size, elements)
+    ceiling = passes.prefill_schedule(sums["ceiling"], sums["ceiling_longest"], s)
+    expected = passes.prefill_schedule(sums["expected"], sums["expected_longest"], s, c.request_seconds)
+    reference = expected if single else passes.prefill_schedule(
+        sums["reference"], sums["reference_longest"], one_s, c.request_seconds)
     expected = where(s.published, expected, np.nan)
     if first is None:
         first = passes.decode_seconds(s, None, prompt, users), passes.decode_seconds(s, c, prompt, users)
     ttft_top = prefill.time_to_first_token(ceiling, first[0])
     ttft = prefill.time_to_first_token(expected, first[1])
     low, high = bands
-    flops = passes.over_chunks(steps.dense_flops + steps.expert_flops + steps.attention_flops)
-    moved = passes.over_chunks(steps.dense_bytes + steps.expert_bytes + steps.kv_bytes)
-    compute, memory_ = (passes.over_chunks(t) for t in passes.bound_seconds(steps, sx))
+    flops, moved = sums["flops"], sums["moved"]
     return dict(
         prompt=scalar_or_array(prompt),
         chunk_tokens=size,
-        chunks=passes.over_chunks(1 * (steps.tokens > 0)),
+        chunks=sums["chunks"],
         flops=flops,
-        weight_bytes=passes.over_chunks(steps.dense_bytes + steps.expert_bytes - steps.activation_bytes),
+        weight_bytes=sums["weights"],
         bytes_moved=moved,
         arithmetic_intensity=roofline.arithmetic_intensity(flops, moved),
         seconds_ceiling=ceiling,
@@ -468,7 +482,7 @@ def prefill_numbers(
         ttft_seconds_ceiling=ttft_top,
         ttft_seconds_expected=scalar_or_array(ttft),
         ttft_band=(scalar_or_array(maximum(ttft / high, ttft_top)), scalar_or_array(ttft / low)),
-        bound=_bound_name(compute > memory_),
-        communication_seconds=passes.over_chunks(communication),
+        bound=_bound_name(sums["compute"] > sums["memory"]),
+        communication_seconds=sums["communication"],
         scaling_efficiency=scalar_or_array(parallel.scaling_efficiency(reference, expected, s.gpus)),
     )

@@ -37,6 +37,7 @@ from gpusizer.numeric import ceil, divide, maximum, minimum, number, where
 
 __all__ = [
     "attention_pairs",
+    "chunk_count",
     "chunk_tokens",
     "chunked_seconds",
     "prefill_flops",
@@ -140,7 +141,21 @@ def prefill_flops(prompt: Any, linear_params: Any, head_params: Any, attention: 
                            + number(attention))
 
 
-def chunk_tokens(prompt: Any, chunk: Any = np.inf, prefix: Any = 0) -> tuple[np.ndarray, np.ndarray]:
+def chunk_count(prompt: Any, chunk: Any = np.inf) -> int:
+    r"""Chunks the longest prompt takes: :math:`n = \max(1, \max \lceil S/c \rceil)`. [-]
+
+    Examples
+    --------
+    >>> chunk_count([1200, 100], 512), chunk_count(1200), chunk_count(0, 512)
+    (3, 1, 1)
+    """
+    count = ceil(divide(number(prompt), number(chunk)))
+    return max(int(np.max(count, initial=1.0)), 1)
+
+
+def chunk_tokens(
+    prompt: Any, chunk: Any = np.inf, prefix: Any = 0, *, first: int = 0, count: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     r"""Lay a prompt's chunks out along a new trailing axis: their sizes and the tokens before each.
 
     Parameters
@@ -151,11 +166,14 @@ def chunk_tokens(prompt: Any, chunk: Any = np.inf, prefix: Any = 0) -> tuple[np.
         Largest chunk the engine processes in one step :math:`c` (``inf``: the whole prompt). [token]
     prefix : array_like, optional
         Tokens cached before the prompt. [token]
+    first, count : int, optional
+        Lay out only chunks ``first`` to ``first + count - 1`` (default all :math:`n`), so that a long
+        prompt can be evaluated a block of chunks at a time in bounded memory. [-]
 
     Returns
     -------
     tokens, before : ndarray
-        Shape ``broadcast(prompt, chunk, prefix).shape + (n,)`` with :math:`n = \max \lceil S/c \rceil`:
+        Shape ``broadcast(prompt, chunk, prefix).shape + (n,)`` with :math:`n` = ``chunk_count``:
         chunk :math:`j` holds :math:`\min(c, S - j c)` tokens (0 past the prompt's end) after
         :math:`P + j c` tokens. [token]
 
@@ -163,13 +181,14 @@ def chunk_tokens(prompt: Any, chunk: Any = np.inf, prefix: Any = 0) -> tuple[np.
     --------
     >>> chunk_tokens(1200, 512)
     (array([512., 512., 176.]), array([   0.,  512., 1024.]))
+    >>> chunk_tokens(1200, 512, first=2, count=5)
+    (array([176.]), array([1024.]))
     """
     s, c, p = number(prompt), number(chunk), number(prefix)
     if type(s) is np.ndarray or type(c) is np.ndarray or type(p) is np.ndarray:  # chunks along a new last axis
         s, c, p = (x[..., None] for x in np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (s, c, p))))
-    count = ceil(divide(s, c))
-    n = max(int(count.max(initial=1.0) if type(count) is np.ndarray else maximum(count, 1.0)), 1)
-    j = np.arange(n, dtype=float)
+    n = chunk_count(s, c)
+    j = np.arange(first, n if count is None else min(n, first + count), dtype=float)
     c_ = where(abs(c) < math.inf, c, maximum(s, 1.0))
     starts = j * c_
     return minimum(maximum(s - starts, 0.0), c_), p + starts

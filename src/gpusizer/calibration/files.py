@@ -5,6 +5,7 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
+from gpusizer import datafiles
 from gpusizer.calibration.records import Calibration
 from gpusizer.calibration.toml import dumps
 
@@ -53,5 +54,5 @@ def load(path: str | Path) -> Calibration:
         A file that is not a calibration.
     """
     source = Path(path)
-    text = source.read_text(encoding="utf-8")
+    text = datafiles.read_text(source, what="path")
     return from_toml(text) if source.suffix.lower() == ".toml" else from_json(text)

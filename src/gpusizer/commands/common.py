@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from gpusizer import catalog, datafiles, units
+from gpusizer import catalog, checks, datafiles, units
 
 __all__ = [
     "ENVIRONMENT",
@@ -26,6 +26,7 @@ __all__ = [
     "MAX_GPUS",
     "MAX_GRID_ROWS",
     "MAX_NAME",
+    "MAX_PREFILL_STEPS",
     "MAX_TOKENS",
     "USAGE",
     "CommandError",
@@ -49,11 +50,8 @@ USAGE = 2
 #: Exit status of a problem of the environment: a missing, unreadable or oversize file, a full disk.
 ENVIRONMENT = 1
 
-MAX_TOKENS = 2**24
-"""Most tokens per sequence any command accepts: 16,777,216 (16M), 1.6 times the longest context a
-published model claims (10M, Llama 4 Scout). Past it a size is no longer a question about a real
-deployment, and the token counts stay far from where the prefill's per-chunk arrays and the integer
-checks of ``gpusizer.checks`` (2**50) would matter. [token]"""
+MAX_TOKENS = checks.MAX_TOKENS
+"""Most tokens per sequence any command accepts (``gpusizer.checks.MAX_TOKENS``: 16,777,216). [token]"""
 
 MAX_CONCURRENCY = 2**24
 """Most sequences resident at once: 16,777,216, far past any KV pool of the catalogue. [-]"""
@@ -62,9 +60,13 @@ MAX_GPUS = 576
 """Most GPUs one replica is split over: the largest catalogue system (GB200 NVL72, 72 GPUs) times 8
 scale-out nodes. ``gpusizer layouts`` ranks every layout of this many GPUs in about a second. [-]"""
 
-MAX_GRID_ROWS = 5_000_000
-"""Most rows ``gpusizer sweep`` computes: a 1.24M-row grid (84 columns) peaks at 0.28 GB, so 5M rows
-stay near 1.2 GB, under the 2 GiB a command may use by its arguments alone (issue 14). [-]"""
+MAX_GRID_ROWS = checks.MAX_GRID_ROWS
+"""Most rows ``gpusizer sweep`` computes (``gpusizer.checks.MAX_GRID_ROWS``: 5,000,000). [-]"""
+
+MAX_PREFILL_STEPS = 50_000_000
+"""Most prefill chunk steps ``gpusizer sweep`` computes: rows times the chunks of the longest prompt at
+the smallest chunk of the engines asked for. A chunk step of a row costs about 0.1 us, so the prefill of
+a grid stays within seconds (a 16M-token context on llama.cpp is 32,768 steps of 512 tokens). [-]"""
 
 MAX_NAME = 255
 """Longest model name or path component accepted (NAME_MAX of Linux and macOS file systems). [character]"""

@@ -144,7 +144,8 @@ def _shortlist(args: argparse.Namespace) -> str:
                       seed=args.seed)
     if args.json:
         data = {"model": table.model, "workload": workload.model_dump(), "slo": slo.model_dump(),
-                "price_source": table.price_source, "rows": table.to_dicts(),
+                "price_source": table.price_source, "context_exceeds_model_max": table.context_exceeds_model_max,
+                "rows": table.to_dicts(),
                 "dropped": [vars(d) for d in table.dropped]}
         return common.json_text(data)
     if args.csv:
@@ -170,6 +171,8 @@ def text(table: Any, top: int = 10) -> str:
         f"{table.model}: {w.rate:g} req/s, {w.prompt_tokens:,.0f} prompt + {w.output_tokens:,.0f} output tokens "
         f"({w.prompt_distribution}); {targets}",
         f"prices: {table.price_source}",
+        *(["warning: a request is longer than the model's maximum context; the rows are extrapolated"]
+          if table.context_exceeds_model_max else []),
         "",
     ]
     headers = ["#", "configuration", "max req/s (band)", "replicas", "$/h", "$/Mtok (band)", "in/out $/Mtok",

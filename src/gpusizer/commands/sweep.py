@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import io
+import math
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +89,17 @@ def _axis_sizes(args: argparse.Namespace) -> dict[str, int]:
     }
 
 
+def _prefill_chunks(args: argparse.Namespace) -> int:
+    """Chunks of the longest prompt the grid asks for, at the smallest chunk of its engines (unknown
+    engines are left to ``gpusizer.sweep`` to refuse). [-]"""
+    from gpusizer import efficiency, prefill
+
+    table = efficiency.bundled()
+    chunks = [table.engines[key].chunk_tokens for key in (efficiency.engine_class(e) for e in args.engine)
+              if key in table.engines]
+    return prefill.chunk_count(max(args.prompt or args.context), min(chunks, default=math.inf))
+
+
 #: ``gpusizer sweep --help`` ends with these.
 EXAMPLES = """\
 gpusizer sweep --models llama-3.1-8b,qwen3-32b --gpus h100,rtx-4090 --weights bf16,fp8 \\
@@ -130,9 +142,16 @@ def _sweep(args: argparse.Namespace) -> str:
     from gpusizer.sweeper import Sweep, sweep
 
     try:
-        checks.grid_rows(_axis_sizes(args), common.MAX_GRID_ROWS)
+        rows = checks.grid_rows(_axis_sizes(args), common.MAX_GRID_ROWS)
     except ValueError as error:
         raise common.CommandError(f"{error} (gpusizer.commands.common.MAX_GRID_ROWS)") from None
+    steps = rows * _prefill_chunks(args)
+    if steps > common.MAX_PREFILL_STEPS:
+        raise common.CommandError(
+            f"the grid's prefills take {steps:,} chunk steps ({rows:,} rows x {steps // rows:,} chunks of the "
+            f"longest prompt), more than {common.MAX_PREFILL_STEPS:,} (gpusizer.commands.common.MAX_PREFILL_STEPS): "
+            "sweep fewer rows or shorter prompts"
+        )
     if args.output is not None:
         common.check_output(args.output)
     if args.output is not None and Path(args.output).suffix.lower() == ".parquet" \

@@ -95,7 +95,10 @@ def _speed_lines(e: Any) -> list[str]:
         f"{format_rate(d.ceiling_tokens_per_second)}), {format_rate(d.expected_aggregate_tokens_per_second)} "
         f"aggregate, TPOT {format_seconds(d.tpot_seconds_expected)}, {d.bound}-bound",
         f"prefill: {format_seconds(p.seconds_expected)} for {p.prompt:,} prompt tokens expected "
-        f"(ceiling {format_seconds(p.seconds_ceiling)}); TTFT {format_seconds(p.ttft_seconds_expected)}",
+        f"(ceiling {format_seconds(p.seconds_ceiling)}); TTFT {format_seconds(p.ttft_seconds_expected)}"
+        + (f" ({p.unknown})" if p.unknown else ""),
+        *(["warning: the context is longer than the model's maximum; the sizes are extrapolated"]
+          if e.context_exceeds_model_max else []),
     ]
 
 

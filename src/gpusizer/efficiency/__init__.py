@@ -67,11 +67,18 @@ from gpusizer.efficiency.tables import (
 )
 
 if TYPE_CHECKING:
-    from gpusizer.efficiency.calibrated import Calibrated, Parameter, RegimeBand, Scope, calibrated_table
+    from gpusizer.efficiency.calibrated import (
+        Calibrated,
+        Parameter,
+        RegimeBand,
+        Scope,
+        calibrated_table,
+        check_calibration,
+    )
 
 #: Names of ``calibrated``, imported on first use (PEP 562, as ``gpusizer`` does): an estimate without
 #: a calibration never needs the pydantic records, and ``gpusizer fit`` saves their class building.
-_CALIBRATED = ("Calibrated", "Parameter", "RegimeBand", "Scope", "calibrated_table")
+_CALIBRATED = ("Calibrated", "Parameter", "RegimeBand", "Scope", "calibrated_table", "check_calibration")
 
 __all__ = [
     "ANY",
@@ -96,6 +103,7 @@ __all__ = [
     "band_factors",
     "bundled",
     "calibrated_table",
+    "check_calibration",
     "constant",
     "engine_class",
     "format_family",

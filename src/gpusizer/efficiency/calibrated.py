@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
@@ -67,6 +67,7 @@ class Scope(_Record):
         return f"{self.engine}/{self.gpu_class}"
 
 
+@runtime_checkable
 class Calibrated(Protocol):
     """What ``calibrated_table`` reads of a calibration (``gpusizer.calibration.Calibration`` has it)."""
 
@@ -78,6 +79,14 @@ class Calibrated(Protocol):
 
     @property
     def base(self) -> str: ...
+
+
+def check_calibration(value: Any, name: str = "calibration") -> Calibrated | None:
+    """``value`` unchanged if it is None or a calibration (``Calibrated``), else ``TypeError`` naming ``name``."""
+    if value is not None and not isinstance(value, Calibrated):
+        raise TypeError(f"{name} must be a Calibration (gpusizer.calibrate, or gpusizer.calibration.load of a "
+                        f"calibration file) or None, got {type(value).__name__} {value!r:.80}")
+    return value
 
 
 def _scope(calibration: Calibrated, engine: str, gpu_class: str) -> Scope | None:

@@ -134,5 +134,5 @@ def load_cases(measurements: str | Path | None = None, mapping: str | Path | Non
 
 def _csv(path: str | Path | None, name: str) -> list[dict[str, str]]:
     source = datafiles.bundled(name) if path is None else Path(path)
-    text = source.read_text(encoding="utf-8")
+    text = datafiles.read_text(source, what="path")
     return [dict(r) for r in csv.DictReader(line for line in text.splitlines() if not line.startswith("#"))]

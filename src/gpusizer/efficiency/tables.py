@@ -41,7 +41,7 @@ def load(path: str | Path | None = None) -> Table:
         On unknown keys or missing engines.
     """
     source = datafiles.bundled("efficiency.toml") if path is None else Path(path)
-    data = tomllib.loads(source.read_text(encoding="utf-8"))
+    data = tomllib.loads(datafiles.read_text(source, what="path"))
     engines = {e["name"]: _entry(EngineEntry, e) for e in data.get("engine", [])}
     groups = tuple(_entry(GroupEntry, g) for g in data.get("group", []))
     fabrics = {f["name"]: _entry(FabricEntry, f) for f in data.get("fabric", [])}

@@ -106,7 +106,7 @@ def load(path: str | Path | None = None) -> Table:
         On unknown keys, naming them.
     """
     source = datafiles.bundled("interconnect.toml") if path is None else Path(path)
-    data = tomllib.loads(source.read_text(encoding="utf-8"))
+    data = tomllib.loads(datafiles.read_text(source, what="path"))
     links = {}
     for entry in data.get("link", []):
         entry = dict(entry)

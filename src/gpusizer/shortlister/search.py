@@ -241,4 +241,5 @@ def shortlist(
     if prices:
         source = "user prices for " + ", ".join(sorted(catalog.gpu(g).id for g in prices)) + "; else " + \
                  "typical of data/prices.toml"
-    return Shortlist(record.id, workload, slo, tuple(r for r, _ in rows), tuple(dropped), source)
+    longest = record.max_context is not None and workload.prompt_tokens + workload.output_tokens > record.max_context
+    return Shortlist(record.id, workload, slo, tuple(r for r, _ in rows), tuple(dropped), source, bool(longest))

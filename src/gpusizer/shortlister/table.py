@@ -118,6 +118,9 @@ class Shortlist:
     dropped: tuple[Dropped, ...]
     price_source: str
     """Where the GPU-hour prices came from."""
+    context_exceeds_model_max: bool = False
+    """Whether a request (prompt plus output tokens) is longer than the model's maximum context: the
+    rows are then extrapolated past what the model was trained for. [bool]"""
 
     def __len__(self) -> int:
         return len(self.rows)
