@@ -48,6 +48,8 @@ from gpusizer.hf import ConfigAssumptionWarning, from_hf_config  # noqa: E402
 REFERENCE = ROOT / "data" / "model-configs"
 OUTPUT = ROOT / "data" / "models.toml"
 CHECKED = datetime.date(2026, 12, 2)
+"""When the reference files were compiled and checked against their sources; a file whose figures were
+checked again later says when in its own ``checked`` key (ISO date)."""
 
 #: Models whose every published figure is an exact count (see the module docstring).
 EXACT = {
@@ -195,7 +197,7 @@ def record(reference: dict[str, Any]) -> dict[str, Any]:
         "hf_repo": reference.get("hf_repo"),
         "published": published(reference, model),
         "source": list(reference["source"]),
-        "checked": CHECKED,
+        "checked": datetime.date.fromisoformat(reference["checked"]) if "checked" in reference else CHECKED,
         "notes": "\n".join(notes) + "\n",
     }
     values: dict[str, Any] = {}
