@@ -230,3 +230,15 @@ def test_adding_a_measurement_never_makes_its_error_larger(order, known, factors
     table = BASE if not before else calibration.efficiency_table(calibration.calibrate(before), "vllm", "h100")
     after = calibration.efficiency_table(calibration.calibrate(rows), "vllm", "h100")
     assert _error(after, new) <= _error(table, new) + 1e-3
+
+
+def test_leave_group_out_by_id_is_leave_one_out():
+    root = Path(__file__).resolve().parents[1] / "data" / "calibration"
+    cases = [c for c in efficiency.load_cases(root / "measurements.csv", root / "mapping.csv")
+             if c.use == "fit" and c.engine == "mlc"][:4]
+    priors = efficiency.load(root / "priors.toml")
+    one = calibration.leave_one_out(cases, priors, performance.keys, performance.predict)
+    grouped = calibration.leave_group_out(cases, priors, performance.keys, performance.predict, lambda c: c.id)
+    assert grouped == pytest.approx(one, rel=1e-9)
+    everything = calibration.leave_group_out(cases, priors, performance.keys, performance.predict, lambda c: "all")
+    assert everything == {c.id: pytest.approx(performance.predict(c, priors)) for c in cases}  # no other group

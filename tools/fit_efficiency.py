@@ -12,7 +12,9 @@ it is fitted, held out or excluded) and ``priors.toml`` (prior value and source 
 Method: ``gpusizer.calibration.fit`` (``scipy.optimize.least_squares``, soft-L1 loss, log-ratio
 residuals with a scale of 0.1, Gaussian priors in log space, physical bounds). The p10-p90 band of
 each regime comes from leave-one-out residuals: every fitted row is predicted by a fit that did not
-see it.
+see it. The table also records leave-one-source-out predictions (every row predicted by a fit that saw
+no row of its source; ``docs/validation.md`` reports their errors): one refit per source, about a
+second each.
 """
 
 from __future__ import annotations
@@ -73,6 +75,14 @@ def leave_one_out(selected: list[efficiency.Case], full: calibration.Fit) -> dic
     )
 
 
+def leave_one_source_out(selected: list[efficiency.Case], full: calibration.Fit) -> dict[str, float]:
+    """Prediction of every case by a fit without any case of its source (warm-started from the full fit)."""
+    return calibration.leave_group_out(
+        selected, priors(), performance.keys, performance.predict, lambda c: c.source, start=full.table,
+        sigma=SIGMA, loss=LOSS,
+    )
+
+
 def bands(selected: list[efficiency.Case], predictions: dict[str, float]) -> dict[str, efficiency.Band]:
     """p10-p90 bands per regime (and per coarser regime, and overall), from at least 3 residuals each."""
     return calibration.regime_bands(selected, predictions)
@@ -87,6 +97,7 @@ def run(date: datetime.date | None = None) -> tuple[efficiency.Table, dict[str, 
     selected = cases("fit")
     full = fit(selected)
     loo = leave_one_out(selected, full)
+    loso = leave_one_source_out(selected, full)
     provenance = {
         "method": "scipy.optimize.least_squares (trf), soft_l1 loss, residuals ln(predicted/measured)/0.1, "
         "Gaussian priors on ln(constant) (widths in gpusizer.efficiency.BOUNDS), physical bounds",
@@ -97,6 +108,7 @@ def run(date: datetime.date | None = None) -> tuple[efficiency.Table, dict[str, 
         "rows": [c.id for c in selected],
         "informed": list(full.informed),
         "leave_one_out": {k: round(v, 6) for k, v in loo.items()},
+        "leave_one_source_out": {k: round(v, 6) for k, v in loso.items()},
         "success": full.success,
         "cost": round(full.cost, 6),
     }

@@ -38,6 +38,7 @@ BASES = [
     ["sweep", "--models", "qwen3-32b", "--gpus", "h100", "--weights", "fp8,default", "--fits", "-o", "{out}.csv"],
     ["shortlist", "llama-3.1-8b", "--rate", "1", "--ttft-p95", "1s", "--gpus", "h100,l4", "--max-gpus", "1",
      "--simulate", "0"],
+    ["throughput", "llama-3.1-8b", "h100", "--prompt", "1k", "--output", "256", "--json"],
     ["calibrate", "{measurements}", "--json"],
     ["calibrate", "{vllm}", "--model", "llama-3.1-8b", "--gpu", "h100", "-o", "{out}.toml"],
 ]

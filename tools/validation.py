@@ -10,18 +10,22 @@ measurements of ``data/calibration/holdout.csv`` (never used by the fit), the re
 measurement, the expected value with the shipped constants (``data/efficiency.toml``), the
 leave-one-out prediction (a fit that did not see the row, stored by ``tools/fit_efficiency.py``), the
 datasheet ceiling and the p10-p90 band; then the median and p90 absolute percentage errors by
-metric and regime, the ceiling violations, the band coverage, and every row that was left out with
-its reason. The plot needs matplotlib (``pip install gpusizer[plot]``); without it only the markdown
-is written.
+metric and regime (in-sample, leave-one-out and leave-one-source-out: a fit that saw no row of the
+row's source), the ceiling violations, the band coverage, and every row that was left out with its
+reason. The "Serving at scale" section (offline and server throughput, p50 TTFT/TPOT under load, from
+``data/calibration/serving-measurements.csv``) comes from ``tools/validation_serving.py``. The plot
+needs matplotlib (``pip install gpusizer[plot]``); without it only the markdown is written.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import numpy as np
 
@@ -39,6 +43,17 @@ METRICS = {
     "ttft": "TTFT",
     "static_batch": "static-batch output tok/s per GPU",
 }
+
+
+def sibling(name: str) -> ModuleType:
+    """Another script of ``tools/``, imported once per process (its caches then live as long as it)."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up while the class is built
+        spec.loader.exec_module(module)
+    return sys.modules[name]
 
 
 @dataclass(frozen=True)
@@ -68,6 +83,12 @@ class Row:
         return None if self.loo is None else self.loo / self.case.value - 1.0
 
     @property
+    def loso_error(self) -> float | None:
+        """Error of a fit that saw no row of this row's source (fitted rows only). [-]"""
+        predicted = leave_one_source_out().get(self.case.id) if self.case.use == "fit" else None
+        return None if predicted is None else predicted / self.case.value - 1.0
+
+    @property
     def over_ceiling(self) -> bool:
         """The measurement beats the datasheet roofline (a model error, never allowed)."""
         return self.case.value < self.ceiling if self.is_time else self.case.value > self.ceiling
@@ -90,6 +111,19 @@ def _band(case: efficiency.Case, expected: float, ceiling: float, table: efficie
     if case.metric == "ttft":
         return max(expected / high, ceiling), expected / low
     return expected * low, min(expected * high, ceiling)
+
+
+def leave_one_source_out() -> dict[str, float]:
+    """Leave-one-source-out predictions of the fitted rows: those the shipped table stores, else three refits
+    (one per source, ``fit_efficiency.leave_one_source_out``, about a second each), cached per process."""
+    stored = efficiency.bundled().fit.get("leave_one_source_out")
+    if stored:
+        return dict(stored)
+    tool = sibling("fit_efficiency")
+    if not hasattr(tool, "loso_cache"):
+        selected = tool.cases("fit")
+        tool.loso_cache = tool.leave_one_source_out(selected, tool.fit(selected))
+    return dict(tool.loso_cache)
 
 
 def rows(table: efficiency.Table | None = None) -> tuple[list[Row], list[efficiency.Case]]:
@@ -117,17 +151,28 @@ def ape_stats(errors: list[float]) -> tuple[int, float, float]:
     return int(a.size), float(np.median(a)), float(np.quantile(a, 0.9))
 
 
-def summary(selected: list[Row], *, loo: bool = False) -> dict[tuple[str, str], tuple[int, float, float]]:
-    """APE statistics by (metric, regime), plus every metric overall."""
+def summary(selected: list[Row], *, loo: bool = False, loso: bool = False
+            ) -> dict[tuple[str, str], tuple[int, float, float]]:
+    """APE statistics by (metric, regime), plus every metric overall: in-sample, leave-one-out (``loo``) or
+    leave-one-source-out (``loso``)."""
     groups: dict[tuple[str, str], list[float]] = defaultdict(list)
     for row in selected:
-        error = row.loo_error if loo else row.error
+        error = row.loso_error if loso else row.loo_error if loo else row.error
         if error is None:
             continue
         metric = METRICS[row.case.metric]
         groups[(metric, row.case.regime)].append(error)
         groups[(metric, "all")].append(error)
     return {key: ape_stats(v) for key, v in sorted(groups.items())}
+
+
+def by_source(selected: list[Row]) -> dict[str, tuple[tuple[int, float, float], tuple[int, float, float]]]:
+    """APE statistics per source of the fitted rows: (in-sample, leave-one-source-out)."""
+    groups: dict[str, list[Row]] = defaultdict(list)
+    for row in selected:
+        groups[row.case.source].append(row)
+    return {k: (ape_stats([r.error for r in v]), ape_stats([r.loso_error for r in v if r.loso_error is not None]))
+            for k, v in sorted(groups.items())}
 
 
 def multi_gpu_decode(found: list[Row]) -> dict[str, tuple[int, float, float]]:
@@ -197,6 +242,8 @@ def report(table: efficiency.Table | None = None, *, plot_name: str | None = "va
         "",
         "* **expected**: gpusizer with the shipped constants (these rows were used by the fit: in-sample).",
         "* **leave-one-out**: a fit that did not see the row (honest out-of-sample error for fitted rows).",
+        "* **leave-one-source-out**: a fit that saw no row of the row's source.",
+        "* **Serving at scale** (last section): offline and server throughput and p50 TTFT/TPOT under load.",
         "* **held out**: public measurements never used by the fit (`data/calibration/holdout.csv`).",
         "* **ceiling**: the datasheet roofline; a measurement above it would be a model error.",
         "",
@@ -223,6 +270,18 @@ def report(table: efficiency.Table | None = None, *, plot_name: str | None = "va
         "",
         *_stats_table(summary(fitted, loo=True)),
         "",
+        "## Errors by metric and regime: fitted rows, leave-one-source-out",
+        "",
+        "Every fitted row predicted by a fit that saw no row of its source (one refit per source, "
+        "`tools/fit_efficiency.py`): the error to expect on a new source whose conditions the fit never met.",
+        "",
+        *_stats_table(summary(fitted, loso=True)),
+        "",
+        "| source | rows | median APE in-sample | median APE leave-one-source-out | p90 leave-one-source-out |",
+        "|---|---:|---:|---:|---:|",
+        *(f"| {source} | {a[0]} | {a[1]:.1f}% | {b[1]:.1f}% | {b[2]:.1f}% |"
+          for source, (a, b) in by_source(fitted).items()),
+        "",
         "## Errors by metric and regime: held-out measurements",
         "",
         *_stats_table(summary(held)),
@@ -245,6 +304,7 @@ def report(table: efficiency.Table | None = None, *, plot_name: str | None = "va
         "|---|---|---|---|",
         *(f"| {c.id} | {c.label} | {c.metric} | {c.reason or '-'} |" for c in excluded),
         "",
+        *sibling("validation_serving").section(),
     ]
     return "\n".join(lines)
 

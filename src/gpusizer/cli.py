@@ -98,6 +98,7 @@ COMMANDS: tuple[str, ...] = (
     "gpusizer.commands.calibrate",
     "gpusizer.commands.layouts",
     "gpusizer.commands.shortlist",
+    "gpusizer.commands.throughput",
 )
 
 

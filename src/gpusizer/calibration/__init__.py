@@ -26,11 +26,11 @@ applies on top of the table in use (the bundled one unless ``base=`` is given); 
 constants (a vLLM fit on H100 does not move vLLM on RTX 4090, nor the NVLink latency of TensorRT-LLM).
 
 The package: ``scopes`` (``calibrate``, ``efficiency_table``), ``fitting`` (``fit``,
-``leave_one_out``: the machinery of the shipped ``data/efficiency.toml`` too), ``bands`` (p10-p90 per
-regime), ``errors`` (error tables), ``records`` and ``files`` (save and load), and ``toml``, the one
-TOML writer (``table_to_toml`` for an efficiency table). The constants a calibration holds, and the
-function that applies them to a table, are the efficiency layer's (``gpusizer.efficiency.calibrated``),
-so ``estimate`` applies a calibration without importing this package.
+``leave_one_out``, ``leave_group_out``: the machinery of the shipped ``data/efficiency.toml`` too),
+``bands`` (p10-p90 per regime), ``errors`` (error tables), ``records`` and ``files`` (save and load),
+and ``toml``, the one TOML writer (``table_to_toml`` for an efficiency table). The constants a
+calibration holds, and the function that applies them to a table, are the efficiency layer's
+(``gpusizer.efficiency.calibrated``), so ``estimate`` applies a calibration without importing this package.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from __future__ import annotations
 from gpusizer.calibration.bands import log_rate_ratio, quantile_band, regime_bands
 from gpusizer.calibration.errors import RegimeErrors, error_table, errors_by_regime
 from gpusizer.calibration.files import from_json, from_toml, load, save, to_json, to_toml
-from gpusizer.calibration.fitting import Fit, fit, leave_one_out
+from gpusizer.calibration.fitting import Fit, fit, leave_group_out, leave_one_out
 from gpusizer.calibration.records import Calibration, Parameter, RegimeBand, RowError, Scope
 from gpusizer.calibration.scopes import LOSS, MINIMUM_ROWS, SIGMA, calibrate, efficiency_table
 from gpusizer.calibration.toml import dumps, table_to_toml
@@ -66,6 +66,7 @@ __all__ = [
     "fit",
     "from_json",
     "from_toml",
+    "leave_group_out",
     "leave_one_out",
     "load",
     "load_cases",

@@ -1,7 +1,8 @@
 r"""Fit the efficiency constants to measurements: robust least squares on log ratios, with priors and bounds.
 
 ``fit`` is the machinery of both the shipped table (``tools/fit_efficiency.py``) and a user's
-calibration (``calibrate``); ``leave_one_out`` refits without each case in turn. The speed model
+calibration (``calibrate``); ``leave_one_out`` refits without each case in turn, ``leave_group_out``
+without every case of one group (one source) in turn. The speed model
 enters only as the two callables ``keys`` and ``predict`` (``performance.keys``,
 ``performance.predict``), so this module depends on the efficiency tables alone.
 """
@@ -17,7 +18,7 @@ import numpy as np
 
 from gpusizer.efficiency import BOUNDS, FIELDS, Case, Keys, Table, constant, with_constants, with_groups
 
-__all__ = ["Fit", "fit", "leave_one_out"]
+__all__ = ["Fit", "fit", "leave_group_out", "leave_one_out"]
 
 
 @dataclass(frozen=True)
@@ -195,4 +196,28 @@ def leave_one_out(
         rest = [c for c in cases if c.id != case.id]
         table = fit(rest, priors, keys, predict, start=start, **options).table if rest else priors
         out[case.id] = float(predict(case, table))
+    return out
+
+
+def leave_group_out(
+    cases: Sequence[Case],
+    priors: Table,
+    keys: Callable[[Case], Keys],
+    predict: Callable[[Case, Table], float],
+    group: Callable[[Case], str],
+    *,
+    start: Table | None = None,
+    **options: Any,
+) -> dict[str, float]:
+    """Prediction of every case by a fit that saw no case of its group, in the units of ``case.value``.
+
+    ``group(case)`` names the group (``lambda c: c.source``: leave-one-source-out, the honest error of
+    a new source whose conditions the fit has never met). One fit per group, started from ``start``;
+    ``options`` go to ``fit``. A group with no other case to learn from is predicted by ``priors``.
+    """
+    out = {}
+    for name in dict.fromkeys(group(c) for c in cases):
+        rest = [c for c in cases if group(c) != name]
+        table = fit(rest, priors, keys, predict, start=start, **options).table if rest else priors
+        out.update({c.id: float(predict(c, table)) for c in cases if group(c) == name})
     return out

@@ -34,13 +34,16 @@ __all__ = [
     "check_output",
     "count",
     "default_context",
+    "duration",
     "finite",
     "gpu_count",
     "help_options",
     "input_file",
     "json_text",
     "model",
+    "positive_number",
     "positive_tokens",
+    "share",
     "tokens",
     "write_atomic",
 ]
@@ -116,6 +119,36 @@ def count(text: str) -> int:
 def gpu_count(text: str) -> int:
     """Argument type of a number of GPUs: 1 to ``MAX_GPUS`` (576 = 72-GPU NVL72 x 8). [-]"""
     return _bounded(text, 1, MAX_GPUS, "GPUs (72-GPU NVL72 x 8 scale-out)")
+
+
+def positive_number(text: str) -> float:
+    """Argument type of a positive finite number (a request rate, a coefficient of variation). [-]"""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def duration(text: str) -> float:
+    """Argument type of a positive duration (``500ms``, ``0.5s``, ``2min``; a bare number is seconds). [s]"""
+    try:
+        value = units.parse_seconds(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a positive duration, got {text!r}")
+    return value
+
+
+def share(text: str) -> float:
+    """Argument type of a share strictly between 0 and 1 (a quantile: 0.95 is p95). [-]"""
+    value = positive_number(text)
+    if not value < 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1 (0.95 is p95), got {text!r}")
+    return value
 
 
 def model(name: str, what: str = "MODEL") -> catalog.Model:

@@ -13,7 +13,6 @@ import argparse
 import math
 from typing import Any
 
-from gpusizer import units
 from gpusizer.commands import common
 
 __all__ = ["register", "text"]
@@ -37,27 +36,13 @@ def _argument(parse: Any) -> Any:
     return read
 
 
-def _positive(text: str) -> float:
-    value = float(text)
-    if not value > 0 or not math.isfinite(value):
-        raise ValueError(f"must be a positive number, got {text!r}")
-    return value
-
-
-def _duration(text: str) -> float:
-    value = units.parse_seconds(text)
-    if not value > 0:
-        raise ValueError(f"must be a positive duration, got {text!r}")
-    return value
-
-
 def _price(text: str) -> dict[str, float]:
     out = {}
     for item in (part.strip() for part in text.split(",") if part.strip()):
         name, sep, value = item.partition("=")
         if not sep:
             raise ValueError(f"expected GPU=dollars-per-hour such as h100-sxm=2.49, got {item!r}")
-        out[name.strip()] = _positive(value)
+        out[name.strip()] = common.positive_number(value)
     return out
 
 
@@ -72,13 +57,6 @@ def _whole(minimum: int, maximum: int) -> Any:
         return value
 
     return read
-
-
-def _quantile(text: str) -> float:
-    value = _positive(text)
-    if not value < 1:
-        raise ValueError(f"must be between 0 and 1 (0.95 is p95), got {text!r}")
-    return value
 
 
 def _list(text: str) -> list[str]:
@@ -98,15 +76,15 @@ def register(commands: Any) -> None:
                         help="mean prompt tokens, e.g. 2k (default 2k)")
     parser.add_argument("--output", type=common.positive_tokens, default=512,
                         help="mean output tokens (default 512)")
-    parser.add_argument("--rate", type=_argument(_positive), required=True, help="requests per second to serve")
-    parser.add_argument("--ttft-p95", type=_argument(_duration), help="time-to-first-token target, e.g. 500ms")
-    parser.add_argument("--tpot-p95", type=_argument(_duration), help="time-per-output-token target, e.g. 50ms")
-    parser.add_argument("--e2e-p95", type=_argument(_duration), help="end-to-end latency target, e.g. 30s")
-    parser.add_argument("--quantile", type=_argument(_quantile), default=0.95,
+    parser.add_argument("--rate", type=common.positive_number, required=True, help="requests per second to serve")
+    parser.add_argument("--ttft-p95", type=common.duration, help="time-to-first-token target, e.g. 500ms")
+    parser.add_argument("--tpot-p95", type=common.duration, help="time-per-output-token target, e.g. 50ms")
+    parser.add_argument("--e2e-p95", type=common.duration, help="end-to-end latency target, e.g. 30s")
+    parser.add_argument("--quantile", type=common.share, default=0.95,
                         help="quantile the targets apply to (default 0.95)")
     parser.add_argument("--lengths", default="fixed", choices=("fixed", "exponential", "lognormal", "uniform"),
                         help="distribution of prompt and output lengths around their means (default fixed)")
-    parser.add_argument("--cv", type=_argument(_positive), default=0.5,
+    parser.add_argument("--cv", type=common.positive_number, default=0.5,
                         help="coefficient of variation of lengths for lognormal/uniform (default 0.5)")
     parser.add_argument("--price", type=_argument(_price), action="append", default=[],
                         help="USD per GPU-hour replacing the indicative table, e.g. h100-sxm=2.49 (repeatable)")

@@ -19,6 +19,9 @@ come first served. This module turns gpusizer's step model into the numbers a bu
   TPOT and end-to-end latency.
 * ``max_rate``: the largest request rate that meets an ``SLO``, by bracketing on a rate grid and
   ``scipy.optimize.brentq``.
+* ``throughput``: the three serving questions of one deployment in one frozen record, per replica and
+  for the whole system (replicas x GPUs): offline throughput of the saturated engine, the largest rate
+  within an SLO, and the TTFT/TPOT quantiles at a rate, each as expected value, ceiling and band.
 
 The first token is sampled by the step that finishes the prefill, as vLLM does; ``estimate``'s
 ``ttft_seconds_expected`` adds one decode step on top, so at zero load the TTFT here is one decode step
@@ -36,7 +39,8 @@ Package layout
 ``workload`` (``Workload``, ``SLO``, length distributions and their quantiles, ``Lengths``),
 ``step_table`` (``StepModel``, ``step_model`` and the step times read from the table), ``curve``
 (``concurrency_curve``), ``queueing`` (``load``: the closed forms), ``simulation`` (``simulate``) and
-``capacity`` (``max_rate`` and its searches). Each imports only those before it. Import the public
+``capacity`` (``max_rate`` and its searches) and ``throughput`` (``throughput``: the three questions
+composed). Each imports only those before it. Import the public
 names from ``gpusizer.serving``.
 
 References
@@ -55,7 +59,16 @@ from gpusizer.serving.capacity import MAX_RATE_METHODS, MaxRate, max_rate, max_r
 from gpusizer.serving.curve import Curve, concurrency_curve
 from gpusizer.serving.queueing import Load, load
 from gpusizer.serving.simulation import Simulation, simulate
-from gpusizer.serving.step_table import StepModel, step_axes, step_model, step_seconds, step_tables
+from gpusizer.serving.step_table import (
+    StepModel,
+    batch_limit,
+    budget_batch,
+    step_axes,
+    step_model,
+    step_seconds,
+    step_tables,
+)
+from gpusizer.serving.throughput import Capacity, Latency, Offline, Quantiles, Throughput, throughput
 from gpusizer.serving.workload import (
     DISTRIBUTIONS,
     SLO,
@@ -70,14 +83,21 @@ __all__ = [
     "DISTRIBUTIONS",
     "MAX_RATE_METHODS",
     "SLO",
+    "Capacity",
     "Curve",
     "Distribution",
+    "Latency",
     "Lengths",
     "Load",
     "MaxRate",
+    "Offline",
+    "Quantiles",
     "Simulation",
     "StepModel",
+    "Throughput",
     "Workload",
+    "batch_limit",
+    "budget_batch",
     "concurrency_curve",
     "length_quantiles",
     "load",
@@ -90,5 +110,6 @@ __all__ = [
     "step_model",
     "step_seconds",
     "step_tables",
+    "throughput",
 ]
 

@@ -323,7 +323,8 @@ def _per_token(step: StepModel, sv: _Service, output: np.ndarray, quantile: floa
         spread = spread / np.maximum(1 - sv.rho_t, 1e-12)
     else:
         spread = np.zeros_like(lam)
-    tpot_q = np.where(sv.stable & decoding.any(), tpot + z * spread, np.inf)
+    with np.errstate(invalid="ignore"):  # z = 0 (the median) times an infinite spread where unstable
+        tpot_q = np.where(sv.stable & decoding.any(), tpot + z * spread, np.inf)
     tpot = np.where(sv.stable & decoding.any(), tpot, np.inf)
     if not decoding.any():
         tpot, tpot_q = np.full_like(lam, np.nan), np.full_like(lam, np.nan)

@@ -24,6 +24,7 @@ from gpusizer.estimator import estimate
 __all__ = [
     "StepModel",
     "batch_limit",
+    "budget_batch",
     "marginal_prefill_seconds",
     "prompt_extra_seconds",
     "step_axes",
@@ -161,9 +162,10 @@ def step_model(
     weights: str | None = None,
     kv_cache: str | None = None,
     gpus: int | None = None,
-    engine: str = "vllm",
+    engine: str | engines.EngineProfile = "vllm",
     context: float = 4096,
     max_prompt: float | None = None,
+    ceiling: bool = False,
     **options: Any,
 ) -> StepModel:
     r"""Tabulate a configuration's step time from ``performance.speed`` and its KV pool from ``estimate``.
@@ -177,12 +179,16 @@ def step_model(
     model, gpu : str or record
         Catalogue ids or records, as for ``estimate``.
     weights, kv_cache, gpus, engine
-        As for ``estimate``.
+        As for ``estimate``; ``engine`` may be a profile with its own caps
+        (``EngineProfile.model_copy(update={"max_sequences": 512})``), which the table keeps.
     context : float
         Representative tokens per sequence (prompt + half the output is the mean a decode reads):
         where the KV-read cost is measured and the KV pool is counted. [token]
     max_prompt : float, optional
         Longest prompt to tabulate; default the model's maximum context (at least ``4 * context``). [token]
+    ceiling : bool
+        Tabulate the datasheet roofline (``tpot_seconds_ceiling``, ``seconds_ceiling``) instead of the
+        expected times; its bands are ``(1, 1)``.
     **options
         Passed to ``estimate`` (``layout=`` where the estimator supports it).
 
@@ -201,10 +207,11 @@ def step_model(
     record = catalog.model(model)
     ctx = int(max(2, round(context)))
     longest = float(max_prompt) if max_prompt else float(max(record.max_context or 0, 4 * ctx))
-    tokens, prompts = step_axes(engines.engine(engine), longest)
+    profile = engines.engine(engine)
+    tokens, prompts = step_axes(profile, longest)
     sized = estimate(record, gpu, weights=weights, kv_cache=kv_cache, context=np.array([[1], [ctx]]),
-                     concurrency=tokens, prompt=prompts, gpus=gpus, engine=engine, **options)
-    return step_tables(record, sized, tokens, prompts, ctx)
+                     concurrency=tokens, prompt=prompts, gpus=gpus, engine=profile, **options)
+    return step_tables(record, sized, tokens, prompts, ctx, profile=profile, ceiling=ceiling)
 
 
 def _grid(points: int, longest: float) -> np.ndarray:
@@ -249,7 +256,8 @@ def step_axes(profile: Any, longest: float) -> tuple[np.ndarray, np.ndarray]:
     return tokens, _grid(len(tokens), max(longest, 2.0))
 
 
-def step_tables(record: Any, sized: Any, tokens: np.ndarray, prompts: np.ndarray, ctx: int) -> StepModel:
+def step_tables(record: Any, sized: Any, tokens: np.ndarray, prompts: np.ndarray, ctx: int, *,
+                profile: Any = None, ceiling: bool = False) -> StepModel:
     r"""The step table of one ``estimate`` over the grids of ``step_axes``.
 
     Parameters
@@ -263,6 +271,10 @@ def step_tables(record: Any, sized: Any, tokens: np.ndarray, prompts: np.ndarray
         The grids of ``step_axes``. [token]
     ctx : int
         The second context of ``sized``, where the KV-read cost is measured and the pool counted. [token]
+    profile : engines.EngineProfile, optional
+        The profile ``sized`` was estimated with (its budget and sequence limit); default the named one.
+    ceiling : bool
+        Read the datasheet-roofline times instead of the expected ones (bands ``(1, 1)``).
 
     Returns
     -------
@@ -285,19 +297,20 @@ def step_tables(record: Any, sized: Any, tokens: np.ndarray, prompts: np.ndarray
     >>> step_tables(record, sized, tokens, prompts, 2560).chunk_tokens
     8192
     """
-    profile = engines.engine(sized.engine)
+    profile = engines.engine(sized.engine if profile is None else profile)
     count = sized.gpus
     chunk = int(profile.batched_tokens)
     decode, fill = sized.decode, sized.prefill
     plan = getattr(sized, "parallel", None)
-    both = np.broadcast_to(np.asarray(decode.tpot_seconds_expected, dtype=float), (2, len(tokens)))
+    step_time = decode.tpot_seconds_ceiling if ceiling else decode.tpot_seconds_expected
+    both = np.broadcast_to(np.asarray(step_time, dtype=float), (2, len(tokens)))
     a = np.concatenate([[0.0], both[0]])
     grid = np.concatenate([[0], tokens])
     reference = int(np.searchsorted(tokens, 16))
     kappa = max(float(both[1, reference] - both[0, reference]) / (tokens[reference] * (ctx - 1)), 0.0)
     full = np.interp(chunk, grid, a) * (prompts // chunk)
     rest = np.where(prompts % chunk > 0, np.interp(prompts % chunk, grid, a), 0.0)
-    extra = np.asarray(fill.seconds_expected, dtype=float) - full - rest
+    extra = np.asarray(fill.seconds_ceiling if ceiling else fill.seconds_expected, dtype=float) - full - rest
     batched = int(np.searchsorted(tokens, 32))  # the band of batched decode, the serving regime
     decode_rate = float(np.broadcast_to(decode.expected_tokens_per_second, both.shape)[0, batched])
     low, high = (float(np.broadcast_to(b, both.shape)[0, batched]) for b in decode.band)
@@ -313,12 +326,15 @@ def step_tables(record: Any, sized: Any, tokens: np.ndarray, prompts: np.ndarray
         chunk_tokens=chunk,
         max_sequences=int(profile.max_sequences),
         kv_capacity_tokens=float(np.broadcast_to(sized.kv_pool_tokens, both.shape)[1, 0]),
-        decode_band=(decode_rate / high if high > 0 else 1.0, decode_rate / low if low > 0 else 1.0),
-        prefill_band=(p_low / p_expected if p_expected > 0 else 1.0, p_high / p_expected if p_expected > 0 else 1.0),
+        decode_band=(1.0, 1.0) if ceiling else (decode_rate / high if high > 0 else 1.0,
+                                                 decode_rate / low if low > 0 else 1.0),
+        prefill_band=(1.0, 1.0) if ceiling else (p_low / p_expected if p_expected > 0 else 1.0,
+                                                 p_high / p_expected if p_expected > 0 else 1.0),
         engine=profile.name,
         kv_cache=sized.kv_cache,
         layout=plan.layout if plan is not None else (f"tp{count}" if count > 1 else ""),
-        label=f"{record.id} on {count} x {sized.gpu} ({sized.weights}, {profile.name})",
+        label=f"{record.id} on {count} x {sized.gpu} ({sized.weights}, {profile.name}"
+              + (", ceiling)" if ceiling else ")"),
     )
 
 
@@ -347,6 +363,46 @@ def batch_limit(step: StepModel, tokens_per_sequence: float) -> float:
     """
     return float(min(step.max_sequences, step.kv_capacity_tokens // max(tokens_per_sequence, 1),
                      step.chunk_tokens - 1))
+
+
+def budget_batch(chunk_tokens: Any, prompt_tokens: Any, output_tokens: Any) -> Any:
+    r"""Most sequences that decode together when each step also prefills the prompts that replace them.
+
+    Parameters
+    ----------
+    chunk_tokens : array_like
+        Token budget of one step (vLLM ``max_num_batched_tokens``). [token]
+    prompt_tokens : array_like
+        Mean prompt length. [token]
+    output_tokens : array_like
+        Mean output length, first token included. [token]
+
+    Returns
+    -------
+    numeric
+        :math:`B_C = C\,o / (o + s)`. [-]
+
+    Notes
+    -----
+    In a saturated engine a sequence leaves every :math:`o` steps on average and a new prompt of
+    :math:`s` tokens takes its place, so a step of :math:`B` sequences carries :math:`B` decode
+    tokens and :math:`B s / o` prompt tokens. Both share the budget :math:`C` (chunked prefill,
+    Sarathi-Serve's token budget [1]_):
+
+    .. math:: B \left(1 + \frac{s}{o}\right) \le C
+
+    References
+    ----------
+    .. [1] A. Agrawal et al., "Taming throughput-latency tradeoff in LLM inference with Sarathi-Serve,"
+       OSDI 2024, arXiv:2403.02310.
+
+    Examples
+    --------
+    >>> budget_batch(8192, 1024, 1024)
+    4096.0
+    """
+    c, s, o = (np.asarray(x, dtype=float) for x in (chunk_tokens, prompt_tokens, output_tokens))
+    return scalar_or_array(c * o / (o + s))
 
 
 def marginal_prefill_seconds(step: StepModel, prompt: Any, batch: Any, fd: Any = 1.0, fp: Any = 1.0
