@@ -37,3 +37,64 @@ def test_best_layout_for_throughput_prefers_kv_room_on_moe():
     assert best[0].layout in ("ep8", "tp2+ep8", "tp4+ep8") and best[0].concurrency > 1
     cpp = gpusizer.best_layout("llama-3.1-70b", "rtx-4090", 4, weights="q4_k_m", engine="llama.cpp")
     assert {c.layout for c in cpp} <= {"tp4", "layer4"}
+
+
+def _scalar_best_layout(model, gpu, gpus=None, *, objective="latency", **options):
+    """``best_layout`` as one scalar ``estimate`` per candidate (its implementation before the layout axis)."""
+    record = gpusizer.catalog.model(model)
+    _, count = gpusizer.estimator.resolve_target(gpu, gpus)
+    engine = options.get("engine", "vllm")
+    entry = gpusizer.interconnect.bundled().engines.get(engine)
+    choices = []
+    for plan in gpusizer.parallel.candidates(record, count, kinds=entry.layouts):
+        e = gpusizer.estimate(record, gpu, gpus=count, layout=plan, **options)
+        if not e.fits:
+            continue
+        p, d, users = e.parallel, e.decode, int(e.concurrency)
+        rate = float(d.expected_tokens_per_second)
+        if objective == "throughput":
+            users = max(1, min(int(e.max_concurrency),
+                               gpusizer.engines.engine(engine).max_sequences * plan.dp * plan.attention_dp))
+            full = gpusizer.estimate(record, gpu, gpus=count, layout=plan, **dict(options, concurrency=users))
+            d, p = full.decode, full.parallel
+            rate = float(d.expected_aggregate_tokens_per_second)
+        unit = "tok/s per user" if objective == "latency" else f"tok/s for {users} users"
+        why = (f"{rate:,.0f} {unit}; scaling efficiency {p.scaling_efficiency:.0%}, communication "
+               f"{p.communication_share:.0%} of the step over {p.links}; {e.memory.headroom_bytes / 1e9:.0f} GB "
+               f"free per GPU, KV for {int(e.max_concurrency)} sequences")
+        choices.append(layouts.LayoutChoice(
+            layout=plan.name, objective=objective, tokens_per_second=rate, concurrency=users,
+            scaling_efficiency=float(p.scaling_efficiency), communication_share=float(p.communication_share),
+            weights_bytes=float(e.memory.weights_bytes), headroom_bytes=float(e.memory.headroom_bytes),
+            max_concurrency=int(e.max_concurrency), links=p.links, why=why))
+    return sorted(choices, key=lambda c: (-float(f"{c.tokens_per_second:.3g}"), -c.max_concurrency))
+
+
+@pytest.mark.parametrize(("args", "options"), [
+    (("llama-3.1-70b", "h100-sxm", 8), {}),
+    (("llama-3.1-70b", "h100-sxm", 8), {"objective": "throughput", "weights": "fp8", "context": 32768}),
+    (("qwen3-235b-a22b", "h200", 8), {"objective": "throughput"}),
+    (("qwen3-30b-a3b", "mi300x", 4), {"engine": "sglang", "concurrency": 8, "prompt": 2048}),
+    (("deepseek-v3", "hgx-b300-8x", 16), {"context": 16384, "concurrency": 4}),  # beyond the NVLink domain: NICs
+    (("deepseek-v3", "hgx-b300-8x", 16), {"objective": "throughput", "kv_cache": "fp8"}),
+    (("llama-3.1-8b", "rtx-4090", 4), {"engine": "llama.cpp", "weights": "q4_k_m"}),
+    (("gpt-oss-120b", "l40s", 4), {"engine": "trtllm", "objective": "throughput"}),
+    (("llama-3.1-8b", "h100-sxm", 1), {}),
+])
+def test_best_layout_equals_one_estimate_per_candidate(args, options):
+    got, expected = gpusizer.best_layout(*args, **options), _scalar_best_layout(*args, **options)
+    assert [c.layout for c in got] == [c.layout for c in expected] and got
+    for a, b in zip(got, expected, strict=True):
+        assert a.why == b.why and a.links == b.links and a.concurrency == b.concurrency, (a, b)
+        for name in ("tokens_per_second", "scaling_efficiency", "communication_share", "weights_bytes",
+                     "headroom_bytes", "max_concurrency"):
+            assert getattr(a, name) == pytest.approx(getattr(b, name), rel=1e-12), (a.layout, name)
+
+
+def test_best_layout_options_are_scalars():
+    with pytest.raises(TypeError, match="context"):
+        gpusizer.best_layout("llama-3.1-8b", "h100-sxm", 2, context=[4096, 8192])
+    with pytest.raises(TypeError, match="weights"):
+        gpusizer.best_layout("llama-3.1-8b", "h100-sxm", 2, weights=["fp8"])
+    with pytest.raises(TypeError, match="layout"):
+        gpusizer.best_layout("llama-3.1-8b", "h100-sxm", 2, layout="tp2")

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import gpusizer
-from gpusizer import calibration, catalog, cost, performance, readers
+from gpusizer import calibration, catalog, cost, parallel, performance, readers
 from gpusizer.cli import main
 from gpusizer.readers import Measurement
 from gpusizer.sweeper import AXES, estimate_row, sweep
@@ -41,9 +41,11 @@ def _same(expected, got):
 def assert_rows_equal_estimates(result, **options):
     for row in range(len(result)):
         a = _axis_values(result, row)
+        layout = {"layout": a["layout"]} if "layout" in a else {}  # a layout axis: the row's layout
         e = gpusizer.estimate(
             a["model"], a["gpu"], weights=a["weights"], kv_cache=a["kv_cache"], context=a["context"],
-            concurrency=a["concurrency"], gpus=a["gpu_count"], engine=a["engine"], prompt=a.get("prompt"), **options
+            concurrency=a["concurrency"], gpus=a["gpu_count"], engine=a["engine"], prompt=a.get("prompt"),
+            **(options | layout),
         )
         expected = estimate_row(e)
         assert set(expected) == set(result.columns) - PRICED
@@ -101,6 +103,91 @@ def test_expert_parallel_layout_matches():
         sweep(["llama-3.1-8b"], ["h100"], gpu_count=[2, 4], layout="tp2xpp2")  # 4 GPUs, not 2
 
 
+DENSE_LAYOUTS = ["tp8", "tp4xpp2", "tp2xpp4", "pp8", "tp2xdp4", "layer8"]
+MOE_LAYOUTS = ["tp8", "tp8+ep8", "ep8", "tp2+ep8", "ep4xpp2"]
+LAYOUT_GPUS = ["h100-sxm", "mi300x", "l40s", "rtx-4090"]
+
+
+@pytest.mark.filterwarnings("ignore:layout")  # heads that do not divide by the tensor-parallel degree
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(
+    moe=st.booleans(),
+    picks=st.data(),
+    gpus=_some(LAYOUT_GPUS, 2),
+    engine=_some(["vllm", "sglang", "trtllm"], 1),
+    weights=_some([None, "fp8", "int4"], 1),
+    context=st.lists(st.integers(1, 200_000), min_size=1, max_size=2),
+    concurrency=st.lists(st.integers(1, 256), min_size=1, max_size=2),
+    prompt=st.none() | st.lists(st.integers(1, 100_000), min_size=1, max_size=1),
+)
+def test_layout_axis_equals_estimate_field_by_field(moe, picks, gpus, engine, weights, context, concurrency, prompt):
+    models = picks.draw(_some(["qwen3-30b-a3b", "deepseek-v3"], 2) if moe else _some(["llama-3.1-70b", "qwen3-32b"], 1))
+    layouts = picks.draw(_some(MOE_LAYOUTS if moe else DENSE_LAYOUTS, 4))
+    axes = [models, gpus, layouts, engine, weights, context, concurrency, prompt or [None]]
+    assume(np.prod([len(a) for a in axes]) <= 24)
+    result = sweep(models, gpus, gpu_count=8, layout=layouts, engine=engine, weights=weights, context=context,
+                   concurrency=concurrency, prompt=prompt)
+    assert list(result.axes)[:4] == ["model", "gpu", "gpu_count", "layout"]
+    assert result.axes["layout"] == tuple(layouts)
+    assert_rows_equal_estimates(result)
+
+
+@pytest.mark.parametrize(("models", "layouts", "counts"), [
+    (["llama-3.1-70b"], ["tp8", "tp4xpp2", "tp2xpp4", "pp8"], [8]),
+    (["qwen3-30b-a3b", "deepseek-v3"], ["tp8", "tp8+ep8", "ep8"], [8]),
+    (["llama-3.1-8b", "qwen3-32b"], ["tp", "pp", "dp", "layer"], [1, 2, 4]),  # bare kinds spread over each count
+    (["qwen3-30b-a3b"], [parallel.Layout(tp=2, ep=4), "ep", parallel.Layout(ep=4)], [4]),
+])
+def test_layout_axis_rows_and_order(models, layouts, counts):
+    result = sweep(models, ["h100-sxm", "mi300x", "l40s", "rtx-4090"], gpu_count=counts, layout=layouts,
+                   context=[4096, 65536], concurrency=[1, 32])
+    assert result.shape == (len(models), 4, len(counts), len(layouts), 1, 1, 1, 2, 2)
+    names = result["parallel_layout"].reshape(result.shape)
+    for i, n in enumerate(counts):
+        for j, text in enumerate(layouts):
+            assert set(names[:, :, i, j].ravel()) == {parallel.layout(text, n).name}
+    assert_rows_equal_estimates(result)
+
+
+def test_one_layout_keeps_the_columns_and_numbers_of_an_axis_of_one():
+    one = sweep(["qwen3-30b-a3b"], ["h100", "l40s"], gpu_count=8, layout="tp8+ep8", concurrency=[1, 16])
+    axis = sweep(["qwen3-30b-a3b"], ["h100", "l40s"], gpu_count=8, layout=["tp8+ep8"], concurrency=[1, 16])
+    assert "layout" not in one.axes and axis.axes["layout"] == ("tp8+ep8",)
+    assert list(one.columns) == list(axis.columns)
+    for name in one.columns:
+        assert one[name].tolist() == axis[name].tolist() or np.allclose(one[name], axis[name], equal_nan=True), name
+
+
+def test_layout_axis_errors_name_the_layout():
+    with pytest.raises(ValueError, match=r"layout 'tp4xpp2' uses 8 GPUs, but gpus=4"):
+        sweep(["llama-3.1-70b"], ["h100"], gpu_count=[8, 4], layout=["tp", "tp4xpp2"])
+    with pytest.raises(ValueError, match=r"layout 'ep8'.*no routed experts"):
+        sweep(["llama-3.1-70b"], ["h100"], gpu_count=8, layout=["tp8", "ep8"])
+    with pytest.raises(ValueError, match="at least one layout"):
+        sweep(["llama-3.1-70b"], ["h100"], layout=[])
+    with pytest.raises(TypeError, match="layout"):
+        sweep(["llama-3.1-70b"], ["h100"], layout=8)
+    with pytest.raises(TypeError, match="layout"):
+        sweep(["llama-3.1-70b"], ["h100"], gpu_count=8, layout=["tp8", 8])
+    with pytest.raises(ValueError, match="scale_out_bandwidth"):
+        sweep(["llama-3.1-70b"], ["h100"], scale_out_bandwidth=0.0)
+
+
+def test_scale_out_bandwidth_is_a_systems():
+    # 16 GPUs of an 8-GPU HGX B300: the pipeline hop leaves the NVLink domain over the system's 800 Gb/s NICs
+    nic = gpusizer.estimator.scale_out_bandwidth("hgx-b300-8x")
+    assert nic == 100e9
+    layouts = ["tp8xpp2", "ep8xpp2", "ep16"]
+    result = sweep(["deepseek-v3"], ["b300"], gpu_count=16, layout=layouts, concurrency=64, scale_out_bandwidth=nic)
+    default = sweep(["deepseek-v3"], ["b300"], gpu_count=16, layout=layouts, concurrency=64)
+    assert (result["decode_expected_tokens_per_second"] > default["decode_expected_tokens_per_second"]).all()
+    for row, layout in enumerate(result.axes["layout"]):
+        e = gpusizer.estimate("deepseek-v3", "hgx-b300-8x", gpus=16, layout=layout, concurrency=64)
+        for name, value in estimate_row(e).items():
+            got = result.columns[name][row]
+            assert _same(value, got.item() if isinstance(got, np.generic) else got), (layout, name)
+
+
 def test_calibration_is_used_where_it_applies():
     rows = []
     for n, (model, metric, kw) in enumerate([("qwen3-8b", "decode", dict(prompt=512, output=256)),
@@ -120,7 +207,7 @@ def test_calibration_is_used_where_it_applies():
 def test_axes_order_shape_and_columns():
     s = sweep(["llama-3.1-8b"], ["h100", "rtx-4090"], weights=["bf16", "fp8"], context=[4096, 32768],
               concurrency=[1, 8, 64])
-    assert list(s.axes) == [a for a in AXES if a != "prompt"]
+    assert list(s.axes) == [a for a in AXES if a not in ("prompt", "layout")]
     assert s.shape == (1, 2, 1, 2, 1, 1, 2, 3) and len(s) == 24
     assert s["gpu"][:12].tolist() == ["h100-sxm"] * 12  # model slowest, concurrency fastest
     assert s["concurrency"][:3].tolist() == [1, 8, 64]

@@ -30,7 +30,9 @@ class Setup:
 
     model: unpack.ModelNumbers
     gpus: int
-    split: str
+    split: Any
+    """How the GPUs share the model: a layout name or ``parallel.Layout`` (an object array of them in ``setups``
+    with a layout per cell)."""
     engine: str
     bandwidth: float
     dense_peak: float
@@ -86,30 +88,43 @@ def _peak(rates: Any, p: precisions.Precision, integer_matmul: bool) -> tuple[fl
 
 
 @lru_cache(maxsize=256)
-def layout_plan(split: str, gpus: int) -> parallel.Layout:
-    """The layout a ``split`` (``tensor``, ``layer`` or a layout name) means on ``gpus`` GPUs."""
-    return parallel.layout({"tensor": "tp", "layer": "layer"}.get(split, split), gpus)
+def layout_plan(split: str | parallel.Layout, gpus: int) -> parallel.Layout:
+    """The layout a ``split`` (``tensor``, ``layer``, a layout name or a ``parallel.Layout``) means on ``gpus`` GPUs."""
+    return parallel.layout({"tensor": "tp", "layer": "layer"}.get(split, split) if isinstance(split, str) else split,
+                           gpus)
 
 
+def layout_plans(split: Any, gpus: Any) -> np.ndarray:
+    """``layout_plan`` of every cell: ``split`` (one split, or an object array of them) and ``gpus`` (integers)
+    broadcast together, as an object array of ``parallel.Layout``."""
+    splits = unpack.cell(split) if isinstance(split, str | parallel.Layout) else np.asarray(split, dtype=object)
+    split_cells, count_cells = np.broadcast_arrays(splits, np.asarray(gpus, dtype=object))
+    out = np.empty(split_cells.size, dtype=object)
+    for i, (text, n) in enumerate(zip(split_cells.flat, count_cells.flat, strict=True)):
+        out[i] = layout_plan(text, int(n))
+    return out.reshape(split_cells.shape)
+
+
+@lru_cache(maxsize=4096)  # records and layouts are frozen; a sweep of many layouts asks twice per GPU and layout
 def _roles(device: catalog.GPU, plan: parallel.Layout, scale_out: float | None = None) -> dict[str, Any]:
-    """The links of a layout's collectives: tensor parallel, expert parallel, between stages, across a replica."""
+    """The links of a layout's collectives: tensor parallel, expert parallel, between stages, across a replica
+    (shared between callers: read only)."""
     span = plan.group * plan.pp
     tp, ep, pp = (interconnect.link_class(device, n, scale_out_bandwidth=scale_out) for n in (plan.tp, plan.ep, span))
     main = tp if plan.tp > 1 else ep if plan.ep > 1 else pp
     return {"tp": tp, "ep": ep, "pp": pp, "main": main}
 
 
-def main_fabric(device: catalog.GPU, gpus: int, split: str = "tensor") -> tuple[str, float]:
+def main_fabric(device: catalog.GPU, gpus: int, split: str | parallel.Layout = "tensor") -> tuple[str, float]:
     """Fitted fabric and line rate per direction of the link that carries most of the layout's traffic."""
     main = _roles(device, layout_plan(split, gpus))["main"]
     return main.fabric, main.bandwidth
 
 
 def _layout_fields(
-    device: catalog.GPU, gpus: int, engine: str, split: str, table: efficiency.Table, scale_out: float | None = None
+    device: catalog.GPU, plan: parallel.Layout, engine: str, table: efficiency.Table, scale_out: float | None = None
 ) -> dict[str, Any]:
-    """``Setup``'s layout fields for one GPU type, GPU count and engine (``interconnect`` constants)."""
-    plan = layout_plan(split, gpus)
+    """``Setup``'s layout fields for one GPU type, layout and engine (``interconnect`` constants)."""
     roles = _roles(device, plan, scale_out)
     fabrics = table.fabrics
 
@@ -143,7 +158,7 @@ def setup(
     kv_cache: str,
     gpus: int,
     engine: str,
-    split: str,
+    split: str | parallel.Layout,
     table: efficiency.Table,
     scale_out: float | None = None,
 ) -> Setup:
@@ -157,20 +172,21 @@ def setup(
 
 
 def setups(
-    numbers: np.ndarray, devices: np.ndarray, gpus: np.ndarray, engines: np.ndarray, split: str,
+    numbers: np.ndarray, devices: np.ndarray, gpus: np.ndarray, engines: np.ndarray, split: Any,
     table: efficiency.Table, scale_out: float | None = None,
 ) -> tuple[Setup, efficiency.Constants]:
     """``setup`` and its constants for arrays of records that broadcast together, every field an array.
 
     ``numbers`` (``unpack.ModelNumbers``), ``devices`` (``GPU``) and ``engines`` (engine names) are object arrays,
-    ``gpus`` an integer array. What depends on a pair of records (a GPU's peak at a precision, the
-    format family, the fabric, the efficiency group) is worked out once per distinct pair and spread
-    over the broadcast shape by indexing: no loop over configurations.
+    ``gpus`` an integer array; ``split`` one split for every cell (``layout_plan``) or an object array of them
+    that broadcasts with ``gpus`` (a layout axis). What depends on a pair of records (a GPU's peak at a
+    precision, the format family, the fabric of a GPU's layout, the efficiency group) is worked out once per
+    distinct pair and spread over the broadcast shape by indexing: no loop over configurations.
     """
     models, m = unpack.unique(numbers)
     parts, g = unpack.unique(devices)
     names, e = unpack.unique(engines)
-    counts, n = unpack.unique(np.asarray(gpus).astype(object))
+    plans, n = unpack.unique(layout_plans(split, gpus))
     formats: dict[precisions.Precision, int] = {}
     for x in models:
         formats.setdefault(x.weights, len(formats))
@@ -184,13 +200,13 @@ def setups(
         native = used == p.compute or p.compute in ("bf16", "fp16", "fp32")
         name = efficiency.format_family(p.bits, p.compute, p.weight_only, native)
         family[i, j, k] = families.setdefault(name, len(families))
-    fabric = np.empty((len(parts), len(counts)), dtype=np.intp)
+    fabric = np.empty((len(parts), len(plans)), dtype=np.intp)
     link = np.empty(fabric.shape)
     fabrics: dict[str, int] = {}
-    for (j, device), (q, count) in itertools.product(enumerate(parts), enumerate(counts)):
-        name, link[j, q] = main_fabric(device, int(count), split)
+    for (j, device), (q, plan) in itertools.product(enumerate(parts), enumerate(plans)):
+        name, link[j, q] = main_fabric(device, plan.gpus, plan)
         fabric[j, q] = fabrics.setdefault(name, len(fabrics))
-    layout = _layout_columns(names, parts, counts, (e, g, n), split, table, scale_out)
+    layout = _layout_columns(names, parts, plans, (e, g, n), table, scale_out)
     classes: dict[str, int] = {}
     gpu_class = np.asarray([classes.setdefault(efficiency.gpu_class(d.memory_type), len(classes)) for d in parts])[g]
     main = [formats[x.experts if x.expert_bytes > x.dense_bytes else x.weights] for x in models]
@@ -226,16 +242,16 @@ def setups(
 
 
 def _layout_columns(
-    names: list[str], parts: list[catalog.GPU], counts: list[Any], codes: tuple[np.ndarray, ...], split: str,
+    names: list[str], parts: list[catalog.GPU], plans: list[parallel.Layout], codes: tuple[np.ndarray, ...],
     table: efficiency.Table, scale_out: float | None = None,
 ) -> dict[str, np.ndarray]:
-    """``_layout_fields`` per distinct engine, GPU and count, spread over the broadcast shape by ``codes``."""
-    combos = itertools.product(enumerate(names), enumerate(parts), enumerate(counts))
-    found = {(a, j, q): _layout_fields(device, int(count), name, split, table, scale_out)
-             for (a, name), (j, device), (q, count) in combos}
+    """``_layout_fields`` per distinct engine, GPU and layout, spread over the broadcast shape by ``codes``."""
+    combos = itertools.product(enumerate(names), enumerate(parts), enumerate(plans))
+    found = {(a, j, q): _layout_fields(device, plan, name, table, scale_out)
+             for (a, name), (j, device), (q, plan) in combos}
     out = {}
     for key, first in found[0, 0, 0].items():
-        grid = np.empty((len(names), len(parts), len(counts)), dtype=object)
+        grid = np.empty((len(names), len(parts), len(plans)), dtype=object)
         for index, values in found.items():
             grid[index] = values[key]
         picked = np.asarray(grid[codes], dtype=object)

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # for the annotation only: estimate applies a calibration thr
 
 __all__ = [
     "Estimate", "MemoryBreakdown", "ParallelBreakdown", "engine_capacity", "estimate", "memory_numbers",
-    "parallel_numbers", "resolve_target",
+    "parallel_numbers", "resolve_target", "scale_out_bandwidth",
 ]
 
 
@@ -232,8 +232,8 @@ def estimate(
     sizes = memory_numbers(numbers, profile, engine_capacity(device, profile), count, ctx, users, plan)
     table = efficiency.bundled() if calibration is None else _calibrated(calibration, profile.name, device)
     decode, prefill = performance.speed_of(
-        record, device, w, experts, kv_name, count, profile.name, plan, table, _scale_out(system), ctx, users, asked,
-        None,
+        record, device, w, experts, kv_name, count, profile.name, plan, table, scale_out_bandwidth(system), ctx, users,
+        asked, None,
     )
     return Estimate(
         model=record.id,
@@ -272,8 +272,16 @@ def _calibrated(calibration: _calibration.Calibration, engine: str, device: cata
     return efficiency.calibrated_table(efficiency.bundled(), calibration, engine, gpu_class)
 
 
-def _scale_out(system: catalog.System | None) -> float | None:
-    """Scale-out bandwidth per GPU and direction of a system, None for a bare GPU. [B/s]"""
+def scale_out_bandwidth(target: str | catalog.GPU | catalog.System | None) -> float | None:
+    """NIC bandwidth per GPU and direction of a target that is a system (its ``scale_out_bandwidth`` over 8 bits
+    per byte), None for a bare GPU or a system without the figure. [B/s]
+
+    Examples
+    --------
+    >>> scale_out_bandwidth("hgx-h200-8x"), scale_out_bandwidth("h200")
+    (50000000000.0, None)
+    """
+    system = target if target is None or isinstance(target, catalog.System) else _system(target)
     if system is not None and system.scale_out_bandwidth:
         return system.scale_out_bandwidth / 8
     return None

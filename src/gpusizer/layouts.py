@@ -1,17 +1,18 @@
 r"""Searching the layouts of one model on several GPUs: the ranking, and llama.cpp's uneven split.
 
 ``best_layout`` tries every layout the engine offers (``parallel.candidates``), keeps those that fit
-(``estimate``) and ranks them by per-user decode rate (``objective="latency"``) or by the decode
-rate of all users together with the KV pools full (``"throughput"``). ``uneven_layer_split`` splits
-the layers over GPUs of different types in proportion to their memory (llama.cpp
-``--tensor-split``) and adds up the stages' step times.
+and ranks them by per-user decode rate (``objective="latency"``) or by the decode rate of all users
+together with the KV pools full (``"throughput"``). ``uneven_layer_split`` splits the layers over
+GPUs of different types in proportion to their memory (llama.cpp ``--tensor-split``) and adds up
+the stages' step times.
 
-Each candidate costs one scalar ``estimate``: ``sweep`` takes one layout per call, and a sweep per
-candidate layout is slower than the scalar call it would replace (about 4 ms against 1 ms).
+The candidates are evaluated together, as one ``sweep`` whose ``layout`` axis holds them all (each
+row equals ``estimate`` of that layout); ``"throughput"`` adds a second sweep of the layouts that
+fit over the distinct concurrencies their KV pools hold, of which each layout reads its own.
 
 Composition only: the layout algebra and the physics of a split live in ``gpusizer.parallel``,
-memory and speed in ``estimator`` and ``performance``. This module sits above ``estimate``: it calls
-it and nothing below imports it.
+memory and speed in ``estimator``, ``performance`` and ``sweeper``. This module sits above them: it
+calls them and nothing below imports it.
 
 References
 ----------
@@ -38,6 +39,7 @@ from gpusizer import (
     parallel,
     performance,
     precision,
+    sweeper,
 )
 
 __all__ = ["LayoutChoice", "UnevenSplit", "best_layout", "layer_split", "uneven_layer_split"]
@@ -115,8 +117,8 @@ def best_layout(
         decode rate of all users together when the KV pools hold as many sequences of ``context``
         tokens as fit (capped at the engine's ``max_num_seqs`` per scheduler).
     **options
-        ``weights``, ``kv_cache``, ``context``, ``concurrency``, ``prompt``, ``engine`` as for ``estimate``;
-        scalars only.
+        ``weights``, ``kv_cache``, ``context``, ``concurrency``, ``prompt``, ``engine``, ``calibration`` as
+        for ``estimate``; scalars only.
 
     Returns
     -------
@@ -125,6 +127,8 @@ def best_layout(
 
     Raises
     ------
+    TypeError
+        An option ``best_layout`` does not take (``layout``, ``gpus`` twice), or one that is not a scalar.
     ValueError
         Unknown objective, or options that ``estimate`` rejects.
 
@@ -139,46 +143,96 @@ def best_layout(
     if gpus is not None:
         gpus = checks.count(gpus, "gpus", minimum=1, maximum=checks.MAX_GPUS)
     record = catalog.model(model)
-    _, count = estimator.resolve_target(gpu, gpus)
-    engine = options.get("engine", "vllm")
+    device, count = estimator.resolve_target(gpu, gpus)
+    common = _sweep_options(record, device, count, estimator.scale_out_bandwidth(gpu), options)
+    engine = common["engine"][0]
     entry = interconnect.bundled().engines.get(engine if isinstance(engine, str) else engine.name)
     kinds = entry.layouts if entry is not None else ("tp", "pp", "ep", "dp")
-    choices = []
-    for plan in parallel.candidates(record, count, kinds=kinds):
-        e = estimator.estimate(record, gpu, gpus=count, layout=plan, **options)
-        if not np.all(e.fits):
-            continue
-        choices.append(_choice(record, gpu, count, plan, e, objective, options))
+    plans = parallel.candidates(record, count, kinds=kinds)
+    if not plans:
+        return []
+    grid = sweeper.sweep(layout=plans, **common)
+    fits = np.flatnonzero(grid["fits"])
+    sizes = _rows(grid, _SIZES, fits)
+    fitting = [plans[i] for i in fits.tolist()]
+    speeds = _rows(grid, _SPEEDS, fits) if objective == "latency" else _at_full_pools(fitting, sizes, common)
+    choices = [_choice(objective, e, d) for e, d in zip(sizes, speeds, strict=True)]
     # ties (to 3 significant figures) go to the layout whose KV pools hold more sequences
     return sorted(choices, key=lambda c: (-float(f"{c.tokens_per_second:.3g}"), -c.max_concurrency))
 
 
-def _choice(record: catalog.Model, gpu: Any, count: int, plan: parallel.Layout, e: Any, objective: str,
-            options: dict[str, Any]) -> LayoutChoice:
-    p, d = e.parallel, e.decode
-    rate, users = float(d.expected_tokens_per_second), int(e.concurrency)
-    if objective == "throughput":
-        scheduler = engines.engine(options.get("engine", "vllm")).max_sequences
-        users = int(max(1, min(int(e.max_concurrency), scheduler * plan.dp * plan.attention_dp)))
-        full = estimator.estimate(record, gpu, gpus=count, layout=plan, **dict(options, concurrency=users))
-        d, p = full.decode, full.parallel
-        rate = float(d.expected_aggregate_tokens_per_second)
-    unit = "tok/s per user" if objective == "latency" else f"tok/s for {users} users"
-    free = e.memory.headroom_bytes / 1e9
-    why = (f"{rate:,.0f} {unit}; scaling efficiency {p.scaling_efficiency:.0%}, communication "
-           f"{p.communication_share:.0%} of the step over {p.links}; {free:.0f} GB free per GPU, "
-           f"KV for {int(e.max_concurrency)} sequences")
+_OPTIONS = ("weights", "kv_cache", "context", "concurrency", "prompt", "engine", "calibration")
+
+
+def _sweep_options(record: catalog.Model, device: catalog.GPU, count: int, scale_out: float | None,
+                   options: dict[str, Any]) -> dict[str, Any]:
+    """``sweep``'s arguments for one model, GPU type and count with the scalar options of ``best_layout``:
+    every axis but ``layout`` of length one."""
+    unknown = sorted(set(options) - set(_OPTIONS))
+    if unknown:
+        raise TypeError(f"best_layout() got unexpected keyword arguments {', '.join(unknown)}; options are "
+                        f"{', '.join(_OPTIONS)}")
+    for name in ("context", "concurrency", "prompt"):
+        if options.get(name) is not None and np.ndim(options[name]) != 0:
+            raise TypeError(f"{name} must be a single whole number for best_layout, got {options[name]!r:.80}")
+    for name in ("weights", "kv_cache"):
+        checks.instance(options.get(name), name, (str, type(None)))
+    engine = checks.instance(options.get("engine", "vllm"), "engine", (str, engines.EngineProfile))
+    return dict(
+        models=[record], gpus=[device], gpu_count=count, weights=(options.get("weights"),),
+        kv_cache=(options.get("kv_cache"),), engine=(engine,), context=options.get("context", 8192),
+        concurrency=options.get("concurrency", 1), prompt=options.get("prompt"),
+        calibration=options.get("calibration"), scale_out_bandwidth=scale_out,
+    )
+
+
+def _at_full_pools(layouts: list[parallel.Layout], sizes: list[dict[str, Any]],
+                   common: dict[str, Any]) -> list[dict[str, Any]]:
+    """The speed (``_SPEEDS``) of each fitting layout (with its ``sizes``) at the concurrency its KV pools hold,
+    capped at the engine's ``max_num_seqs`` per scheduler (one per replica and attention group): one sweep
+    over the layouts and the distinct concurrencies, of which each layout takes its own."""
+    if not layouts:
+        return []
+    schedulers = np.array([p.dp * p.attention_dp for p in layouts])
+    limit = engines.engine(common["engine"][0]).max_sequences * schedulers
+    users = np.maximum(1, np.minimum([e["max_concurrency"] for e in sizes], limit)).astype(np.int64)
+    distinct = np.unique(users)
+    full = sweeper.sweep(layout=layouts, **dict(common, concurrency=distinct))
+    return _rows(full, _SPEEDS, np.arange(len(users)) * len(distinct) + np.searchsorted(distinct, users))
+
+
+_SIZES = ("parallel_layout", "weights_bytes", "headroom_bytes", "max_concurrency")
+_SPEEDS = ("concurrency", "decode_expected_tokens_per_second", "decode_expected_aggregate_tokens_per_second",
+           "parallel_scaling_efficiency", "parallel_communication_share", "parallel_links")
+
+
+def _rows(grid: sweeper.Sweep, names: tuple[str, ...], rows: np.ndarray) -> list[dict[str, Any]]:
+    """The columns ``names`` of the flat rows ``rows`` of ``grid``, as Python values."""
+    columns = (grid[n][rows].tolist() for n in names)
+    return [dict(zip(names, values, strict=True)) for values in zip(*columns, strict=True)]
+
+
+def _choice(objective: str, e: dict[str, Any], d: dict[str, Any]) -> LayoutChoice:
+    """The ranked entry of one fitting layout: its sizes ``e`` (``_SIZES``) and its speed ``d`` (``_SPEEDS``; at
+    the concurrency its KV pools hold for throughput)."""
+    latency = objective == "latency"
+    rate = d["decode_expected_tokens_per_second" if latency else "decode_expected_aggregate_tokens_per_second"]
+    users = int(d["concurrency"])
+    unit = "tok/s per user" if latency else f"tok/s for {users} users"
+    why = (f"{rate:,.0f} {unit}; scaling efficiency {d['parallel_scaling_efficiency']:.0%}, communication "
+           f"{d['parallel_communication_share']:.0%} of the step over {d['parallel_links']}; "
+           f"{e['headroom_bytes'] / 1e9:.0f} GB free per GPU, KV for {int(e['max_concurrency'])} sequences")
     return LayoutChoice(
-        layout=plan.name,
+        layout=e["parallel_layout"],
         objective=objective,
-        tokens_per_second=rate,
+        tokens_per_second=float(rate),
         concurrency=users,
-        scaling_efficiency=float(p.scaling_efficiency),
-        communication_share=float(p.communication_share),
-        weights_bytes=float(e.memory.weights_bytes),
-        headroom_bytes=float(e.memory.headroom_bytes),
-        max_concurrency=int(e.max_concurrency),
-        links=p.links,
+        scaling_efficiency=float(d["parallel_scaling_efficiency"]),
+        communication_share=float(d["parallel_communication_share"]),
+        weights_bytes=float(e["weights_bytes"]),
+        headroom_bytes=float(e["headroom_bytes"]),
+        max_concurrency=int(e["max_concurrency"]),
+        links=d["parallel_links"],
         why=why,
     )
 

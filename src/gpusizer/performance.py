@@ -24,7 +24,7 @@ the other, so a token takes as long as on one GPU holding every layer, plus one 
 from __future__ import annotations
 
 import itertools
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -37,7 +37,7 @@ from gpusizer.numeric import maximum, minimum, number, where
 
 __all__ = [
     "PREFILL_UNKNOWN", "BatchThroughput", "Decode", "Prefill", "Speed", "band_factors", "batch_throughput",
-    "decode_numbers", "keys", "predict", "prefill_numbers", "regime", "speed", "speed_of",
+    "decode_numbers", "keys", "predict", "prefill_numbers", "regime", "regimes", "speed", "speed_of",
 ]
 
 
@@ -168,9 +168,8 @@ class Speed(NamedTuple):
         return {"decode": plain(asdict(self.decode)), "prefill": plain(asdict(self.prefill))}
 
 
-
-def _parallelism(plan: parallel.Layout) -> str:
-    """The regime name of a multi-GPU layout (bands fall back to the coarser regime where unmeasured)."""
+def _parallelism(plan: parallel.Layout | configuration.Setup) -> str:
+    """The regime name of a layout's (or a scalar setup's) degrees; bands fall back to coarser regimes."""
     if plan.sequential:
         return "layer split"
     if plan.ep > 1:
@@ -180,11 +179,23 @@ def _parallelism(plan: parallel.Layout) -> str:
     return "tensor parallel" if plan.tp > 1 else "data parallel"
 
 
-def regime(phase: str, s: configuration.Setup, batch: str | None = None) -> str:
+def regime(phase: str, s: configuration.Setup | parallel.Layout, batch: str | None = None) -> str:
+    """The regime of a scalar setup (or of a layout), which picks its band: phase, batch, and its parallelism."""
     parts = [phase] + ([batch] if batch else [])
     if s.gpus > 1:
-        parts.append(_parallelism(configuration.layout_plan(s.split, int(s.gpus))))
+        parts.append(_parallelism(s))
     return ", ".join(parts)
+
+
+def regimes(phase: str, s: configuration.Setup, batch: str | None = None) -> np.ndarray:
+    """``regime`` of every cell of an array setup (``configuration.setups``), as an object array: one call per
+    distinct set of degrees above 1 (all a regime reads), on a layout of degrees 1 and 2 with that set."""
+    dp = np.asarray(s.groups) // np.asarray(s.attention_dp)
+    above = np.broadcast_arrays(*(np.asarray(d) > 1 for d in (s.tp, s.pp, s.ep, dp)), np.asarray(s.sequential))
+    kinds, where_ = np.unique(np.stack(above, axis=-1).astype(np.intp) @ (1 << np.arange(5)), return_inverse=True)
+    found = [regime(phase, parallel.Layout(tp=1 + (k & 1), pp=1 + (k >> 1 & 1), ep=1 + (k >> 2 & 1),
+                                           dp=1 + (k >> 3 & 1), sequential=k > 15), batch) for k in kinds.tolist()]
+    return np.asarray(found, dtype=object)[where_.reshape(above[0].shape)]
 
 
 def _batch_regime(users: Any) -> str | None:
@@ -352,10 +363,11 @@ def band_factors(
     and ``c.informed`` are (``configuration.setups``)."""
     if not isinstance(c.informed, np.ndarray):
         return efficiency.band_factors(table, regime(phase, s, batch), informed=c.informed)
-    low = high = np.ones(np.broadcast_shapes(np.shape(s.gpus), c.informed.shape))
-    for count, informed in itertools.product(np.unique(s.gpus), (False, True)):
-        pick = (s.gpus == count) & (c.informed == informed)
-        factors = efficiency.band_factors(table, regime(phase, replace(s, gpus=int(count)), batch), informed=informed)
+    names = regimes(phase, s, batch)
+    low = high = np.ones(np.broadcast_shapes(names.shape, c.informed.shape))
+    for name, informed in itertools.product(sorted(set(names.flat)), (False, True)):
+        pick = (names == name) & (c.informed == informed)
+        factors = efficiency.band_factors(table, name, informed=informed)
         low, high = np.where(pick, factors[0], low), np.where(pick, factors[1], high)
     return low, high
 

@@ -1,5 +1,5 @@
-"""Sweeps: ``estimate`` over the cartesian product of models, GPUs, counts, precisions, engines and
-workloads, by numpy broadcasting.
+"""Sweeps: ``estimate`` over the cartesian product of models, GPUs, counts, layouts, precisions, engines
+and workloads, by numpy broadcasting.
 
 ``sweep(models, gpus, ...)`` turns each distinct record into numbers once (a model at a precision,
 a GPU, an engine: loops over the records, never over configurations), lays them out along their own
@@ -11,11 +11,18 @@ same numeric core as ``estimate`` over it: ``estimator.memory_numbers`` for memo
 The answer is a ``Sweep`` (``sweeper.table``): one row per configuration, its columns flat numpy arrays
 (kept compact, in the broadcast shape each depends on, until read), with ``filter``, ``best``, ``take``,
 ``to_pandas`` (optional extra ``pandas``), ``to_csv`` and ``to_parquet`` (``pyarrow``). Axis order,
-slowest first: model, gpu, gpu_count, weights, kv_cache, engine, context, prompt (only when given),
-concurrency.
+slowest first: model, gpu, gpu_count, layout (only for a sequence of layouts), weights, kv_cache,
+engine, context, prompt (only when given), concurrency.
+
+A layout axis (``layout=["tp8", "tp4xpp2", "pp8"]``) lays each GPU count's ``parallel.Layout`` along
+its own dimension: ``configuration.setups`` works out the links and degrees once per distinct GPU,
+engine and layout, and ``performance.regimes`` names the band regime of each; the rest of the
+arithmetic broadcasts over it like any other axis. ``gpusizer.best_layout`` ranks its candidate
+layouts with one such sweep.
 
 Deliberate omissions: systems (``hgx-h200-8x``) are not a GPU axis value; sweep their GPU with a
-``gpu_count`` instead. No physics lives here.
+``gpu_count`` instead (and their NIC figure, ``estimator.scale_out_bandwidth``, as
+``scale_out_bandwidth``). No physics lives here.
 """
 
 from __future__ import annotations
@@ -23,7 +30,6 @@ from __future__ import annotations
 import itertools
 import warnings
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -63,9 +69,10 @@ def sweep(
     gpu_count: Any = 1,
     engine: Any = "vllm",
     prompt: Any = None,
-    layout: str = "tp",
+    layout: Any = "tp",
     calibration: Any = None,
     prices: Mapping[str, float] | bool | None = None,
+    scale_out_bandwidth: float | None = None,
 ) -> Sweep:
     """``estimate`` for every combination of the given values, by broadcasting.
 
@@ -89,10 +96,14 @@ def sweep(
         ``vllm``, ``sglang``, ``trtllm``, ``llama.cpp``.
     prompt : array_like of int, optional
         Prompt tokens for prefill and TTFT, an axis of its own; default: each row's ``context``. [token]
-    layout : str
+    layout : str, parallel.Layout or sequence of them
         How the ``gpu_count`` GPUs share a model, as ``estimate``'s ``layout``: a bare ``"tp"``
-        (default), ``"pp"``, ``"ep"`` or ``"layer"`` uses all of them; a spelled-out layout
-        (``"tp2xpp2"``) must match every ``gpu_count``.
+        (default), ``"pp"``, ``"ep"``, ``"dp"`` or ``"layer"`` uses all of them; a spelled-out layout
+        (``"tp2xpp2"``) or a ``parallel.Layout`` must match every ``gpu_count``. One layout applies
+        to every row; a sequence (``["tp8", "tp4xpp2", "pp8"]``) is an axis of its own, ``layout``,
+        right after ``gpu_count``, its values as given, each row's layout in ``parallel_layout``.
+        Every layout must resolve at every ``gpu_count`` (else ``ValueError``, naming the layout
+        and the count) and suit every model.
     calibration : Calibration, optional
         Your own calibration (``gpusizer.calibrate``), as in ``estimate``.
     prices : mapping or bool, optional
@@ -100,6 +111,10 @@ def sweep(
         GPU-hour that overrides it: adds ``usd_per_gpu_hour``, ``usd_per_hour`` (all GPUs of the row)
         and ``usd_per_million_tokens`` (output tokens at the expected aggregate decode rate,
         ``cost.usd_per_million_tokens``). GPUs without a price get NaN.
+    scale_out_bandwidth : float, optional
+        NIC bandwidth per GPU and direction for collectives that leave a GPU's scale-up domain, as a
+        system target gives ``estimate`` (``estimator.scale_out_bandwidth``); default the link
+        table's scale-out figure. [B/s]
 
     Returns
     -------
@@ -111,11 +126,12 @@ def sweep(
     KeyError
         Unknown model or GPU (the message names the closest ids).
     TypeError
-        A calibration or prices of the wrong type, naming the argument.
+        A calibration, prices or layout of the wrong type, naming the argument.
     ValueError
         Non-positive or fractional lengths or counts, contexts or prompts over ``checks.MAX_TOKENS``,
         counts over ``checks.MAX_GPUS``, a grid of more than ``checks.MAX_GRID_ROWS`` (5,000,000) rows,
-        unknown precision or engine, a layout that does not match a ``gpu_count`` or a model.
+        unknown precision or engine, an empty layout sequence, a layout that does not match a
+        ``gpu_count`` or a model, a non-positive ``scale_out_bandwidth``.
 
     Examples
     --------
@@ -125,6 +141,9 @@ def sweep(
     (24, 14)
     >>> s.filter(gpu="rtx-4090", weights="fp8", context=4096)["max_concurrency"]
     array([18, 18, 18])
+    >>> split = sweep(["llama-3.1-70b"], ["h100-sxm"], gpu_count=8, layout=["tp8", "tp4xpp2", "pp8"])
+    >>> split["parallel_layout"].tolist(), split.shape[3]
+    (['tp8', 'tp4xpp2', 'pp8'], 3)
     """
     records = [catalog.model(m) for m in _axis(models, catalog.models())]
     devices = [catalog.gpu(g) for g in _axis(gpus, catalog.gpus())]
@@ -136,8 +155,12 @@ def sweep(
     if prices is not None and not isinstance(prices, bool | Mapping):
         raise TypeError(f"prices must be True or a mapping of GPU id to USD per GPU-hour, got "
                         f"{type(prices).__name__} {prices!r:.80}")
+    scale_out = None if scale_out_bandwidth is None else float(
+        checks.positive_array(scale_out_bandwidth, "scale_out_bandwidth").item())
+    layouts, as_axis = _layouts(layout)
     axes = {
         "model": tuple(r.id for r in records), "gpu": tuple(d.id for d in devices), "gpu_count": tuple(counts.tolist()),
+        **({"layout": layouts} if as_axis else {}),
         "weights": _axis(weights, (None,)), "kv_cache": _axis(kv_cache, (None,)),
         "engine": tuple(p.name for p in profiles),
         "context": tuple(_counts(context, "context", checks.MAX_TOKENS).tolist()),
@@ -146,19 +169,19 @@ def sweep(
     }
     checks.grid_rows({name: len(values) for name, values in axes.items()}, checks.MAX_GRID_ROWS)
     grid = grid_.Grid(axes)
-    plans = _plans(records, counts, layout)
+    plans = _plans(records, counts, layouts)
     names, numbers, each = grid.precisions(records)  # stacked, and one record per cell
     count = grid.along("gpu_count", counts)
     plan = SimpleNamespace(**{
-        name: grid.along("gpu_count", np.array([getattr(p, name) for p in plans]))
+        name: _laid(grid, np.array([[getattr(p, name) for p in row] for row in plans.tolist()]))
         for name in ("tp", "pp", "ep", "dp", "attention_dp")
     })
     ctx, users = grid.along("context", np.asarray(axes["context"])), grid.along("concurrency", axes["concurrency"])
     asked = ctx if prompts is None else grid.along("prompt", prompts)
     memory = _memory(grid, numbers, devices, profiles, count, ctx, users, plan)
-    s, c, decode, prefill = _speed(grid, each, devices, profiles, count, layout, calibration, ctx, users, asked,
-                                   prompts is None)
-    _label(grid, s, c, decode, prefill, users, counts, plans)
+    s, c, decode, prefill = _speed(grid, each, devices, profiles, count, _laid(grid, plans), (calibration, scale_out),
+                                   ctx, users, asked, prompts is None)
+    _label(s, c, decode, prefill, users, _laid(grid, _names(plans)))
     links = np.where(count > 1, s.links, "none").astype(object)
     parallel_ = {"layout": decode["layout"],
                  **estimator.parallel_numbers(plan, count, links, decode, prefill["scaling_efficiency"])}
@@ -198,14 +221,17 @@ def _memory(
 
 def _speed(
     grid: grid_.Grid, each: np.ndarray, devices: list[catalog.GPU], profiles: list[engines.EngineProfile],
-    count: Any, layout: str, calibration: Any, ctx: Any, users: Any, asked: Any, same_prompt: bool,
+    count: Any, plans: np.ndarray, given: tuple[Any, float | None], ctx: Any, users: Any, asked: Any,
+    same_prompt: bool,
 ) -> tuple[Any, Any, dict[str, Any], dict[str, Any]]:
-    """The setups, constants, decode and prefill fields over the grid (``configuration.setups``,
-    ``performance.decode_numbers`` and ``prefill_numbers``), each GPU x engine with its own table."""
+    """The setups, constants, decode and prefill fields over the grid (``configuration.setups`` of the
+    layouts ``plans`` laid on it, ``performance.decode_numbers`` and ``prefill_numbers``), each GPU x engine
+    with its own table; ``given`` is the calibration and the scale-out bandwidth."""
+    calibration, scale_out = given
     tables, index = grid_.tables(devices, profiles, calibration)
     engine_names = unpack.objects([p.name for p in profiles])[grid.along("engine", np.arange(len(profiles)))]
-    setups = [configuration.setups(each, grid.along("gpu", unpack.objects(devices)), count, engine_names, layout, t)
-              for t in tables]
+    gpus = grid.along("gpu", unpack.objects(devices))
+    setups = [configuration.setups(each, gpus, count, engine_names, plans, t, scale_out) for t in tables]
     s, c = (grid_.compact(grid_.merged(index, grid, [x[k] for x in setups])) for k in (0, 1))
     bands = {(phase, batch): grid_.merged(index, grid, [performance.band_factors(t, phase, x[0], x[1], batch)
                                                         for t, x in zip(tables, setups, strict=True)])
@@ -216,24 +242,41 @@ def _speed(
     return s, c, decode, prefill
 
 
-def _label(
-    grid: grid_.Grid, s: Any, c: Any, decode: dict[str, Any], prefill: dict[str, Any], users: Any,
-    counts: np.ndarray, plans: list[parallel.Layout],
-) -> None:
-    """Add the labels that ``estimate`` writes as strings of one configuration to ``decode`` and ``prefill``."""
-    decode["regime"] = np.where(users == 1, grid.along("gpu_count", _regimes("decode", s, counts, "batch 1")),
-                                grid.along("gpu_count", _regimes("decode", s, counts, "batch > 1")))
-    prefill["regime"] = grid.along("gpu_count", _regimes("prefill", s, counts, None))
+def _label(s: Any, c: Any, decode: dict[str, Any], prefill: dict[str, Any], users: Any, layouts: np.ndarray) -> None:
+    """Add the labels that ``estimate`` writes as strings of one configuration to ``decode`` and ``prefill``
+    (``layouts``: the layout names laid on the grid)."""
+    decode["regime"] = np.where(users == 1, performance.regimes("decode", s, "batch 1"),
+                                performance.regimes("decode", s, "batch > 1"))
+    prefill["regime"] = performance.regimes("prefill", s)
     for values in (decode, prefill):
         values.update(constants=c.group, informed=c.informed, compute_rate_published=s.published)
     prefill["unknown"] = np.where(s.published, np.array(None, dtype=object), performance.PREFILL_UNKNOWN)
-    decode.update(layout=grid.along("gpu_count", unpack.objects([p.name for p in plans])), links=s.links)
+    decode.update(layout=layouts, links=s.links)
 
 
-def _plans(records: list[catalog.Model], counts: np.ndarray, layout: str) -> list[parallel.Layout]:
-    """The layout at each GPU count, checked against every model as ``estimate`` checks it."""
-    plans = [parallel.layout(layout, int(n)) for n in counts]
-    for record, plan in itertools.product(records, plans):
+# --- the layouts ------------------------------------------------------------------------------------
+
+
+def _layouts(layout: Any) -> tuple[tuple[Any, ...], bool]:
+    """The layouts of a sweep, and whether they are an axis (a sequence) or one layout for every row."""
+    if isinstance(layout, str | parallel.Layout):
+        return (layout,), False
+    if not isinstance(layout, Iterable):
+        raise TypeError(f"layout must be a layout name, a parallel.Layout or a sequence of them, got "
+                        f"{type(layout).__name__} {layout!r:.80}")
+    values = tuple(layout)
+    if not values:
+        raise ValueError("layout must hold at least one layout, got an empty sequence")
+    return values, True
+
+
+def _plans(records: list[catalog.Model], counts: np.ndarray, layouts: tuple[Any, ...]) -> np.ndarray:
+    """The layout at each GPU count (rows) of each given layout (columns), an object array of
+    ``parallel.Layout`` checked against every model as ``estimate`` checks it."""
+    plans = np.empty((len(counts), len(layouts)), dtype=object)
+    for (i, n), (j, text) in itertools.product(enumerate(counts.tolist()), enumerate(layouts)):
+        plans[i, j] = parallel.layout(text, n)  # a layout that does not use n GPUs raises, naming both
+    for record, plan in itertools.product(records, dict.fromkeys(plans.flat)):
         parallel.check(plan, record, heads=False)
         if record.num_heads % plan.tp:
             warnings.warn(f"layout {plan.name!r}: the {record.num_heads} attention heads of {record.id} do not "
@@ -241,9 +284,20 @@ def _plans(records: list[catalog.Model], counts: np.ndarray, layout: str) -> lis
     return plans
 
 
-def _regimes(phase: str, s: Any, counts: np.ndarray, batch: str | None) -> np.ndarray:
-    """``performance.regime`` at each GPU count."""
-    return unpack.objects([performance.regime(phase, replace(s, gpus=int(n)), batch) for n in counts])
+def _names(plans: np.ndarray) -> np.ndarray:
+    """The canonical names of an object array of layouts."""
+    names = np.empty(plans.shape, dtype=object)
+    for index, plan in np.ndenumerate(plans):
+        names[index] = plan.name
+    return names
+
+
+def _laid(grid: grid_.Grid, values: np.ndarray) -> np.ndarray:
+    """Values of each GPU count x layout (``_plans``' shape) laid on the grid: along ``gpu_count``, and
+    along ``layout`` when the sweep has that axis."""
+    if "layout" in grid.at:
+        return grid.along(("gpu_count", "layout"), values)
+    return grid.along("gpu_count", values[:, 0])
 
 
 def _costs(columns: Mapping[str, np.ndarray], prices: Mapping[str, float] | bool) -> dict[str, np.ndarray]:

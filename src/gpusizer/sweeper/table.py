@@ -21,8 +21,8 @@ from gpusizer.estimator import Estimate
 
 __all__ = ["AXES", "REPEATS", "Sweep", "estimate_row", "put"]
 
-#: Axes of the grid, slowest first (``prompt`` only when given).
-AXES = ("model", "gpu", "gpu_count", "weights", "kv_cache", "engine", "context", "prompt", "concurrency")
+#: Axes of the grid, slowest first (``layout`` only for a sequence of layouts, ``prompt`` only when given).
+AXES = ("model", "gpu", "gpu_count", "layout", "weights", "kv_cache", "engine", "context", "prompt", "concurrency")
 
 #: Estimate fields that are axis values already, or repeat one.
 REPEATS = {"decode_context", "decode_concurrency", "prefill_prompt", "parallel_gpus"}
@@ -84,9 +84,10 @@ class Sweep:
 
     ``columns`` maps a name to a flat array of one value per row: the axis values (``model``, ``gpu``,
     ``gpu_count``, ``weights``, ``expert_weights``, ``kv_cache``, ``engine``, ``context``, ``prompt``,
-    ``concurrency``) and every field of ``Estimate`` flattened as ``estimate_row`` names them, in the
-    units of ``Estimate`` (bytes, seconds, tokens/s), plus cost columns when prices were given. Rows
-    are in C order over ``axes`` (the last axis varies fastest).
+    ``concurrency``; a ``layout`` axis shows as each row's canonical ``parallel_layout``) and every field of
+    ``Estimate`` flattened as ``estimate_row`` names them, in the units of ``Estimate`` (bytes, seconds,
+    tokens/s), plus cost columns when prices were given. Rows are in C order over ``axes`` (the last axis
+    varies fastest).
 
     ``data`` holds the same columns compactly, each in the broadcast shape that its value depends on
     (a model's weight bytes do not vary with context): a column is expanded to one value per row only
