@@ -123,7 +123,7 @@ def test_quantising_weights_never_increases_memory():
         ({"context": -1}, "context must be >= 1"),
         ({"context": 1.5}, "context must be a whole number"),
         ({"concurrency": 0}, "concurrency must be >= 1"),
-        ({"weights": "fp5"}, "unknown precision 'fp5'"),
+        ({"weights": "fp5"}, "unknown weights 'fp5'"),
         ({"kv_cache": "int3"}, "kv_cache"),
         ({"engine": "ollama9"}, "unknown engine"),
         ({"gpus": 0}, "gpus must be >= 1"),

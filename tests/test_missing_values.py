@@ -230,3 +230,28 @@ def test_sweep_refuses_a_grid_whose_prefills_take_too_many_chunk_steps(capsys):
     argv = ["sweep", "--engine", "llama.cpp", "--context", "16M", "--columns", "gpu"]
     assert main(argv) == 2
     assert "MAX_PREFILL_STEPS" in capsys.readouterr().err
+
+
+# Every keyword of the public entry points, given a value of the wrong kind, is refused with an error that
+# names it (issue 14: "every public function validates its arguments ... naming the parameter").
+_WRONG = [None, "x", -1, 2.5, [1, 2], float("nan"), 10**9]
+_ENTRY_POINTS = {
+    "estimate": (lambda **kw: gpusizer.estimate("llama-3.1-8b", "h100", **kw),
+                 ["weights", "kv_cache", "context", "concurrency", "prompt", "gpus", "engine", "layout"]),
+    "sweep": (lambda **kw: gpusizer.sweep(["llama-3.1-8b"], ["h100"], **kw),
+              ["weights", "kv_cache", "context", "concurrency", "gpu_count", "engine", "prompt", "layout"]),
+    "best_layout": (lambda **kw: gpusizer.best_layout("llama-3.1-8b", "h100", 2, **kw),
+                    ["objective", "context", "concurrency", "engine"]),
+}
+
+
+@pytest.mark.parametrize("entry", sorted(_ENTRY_POINTS))
+def test_every_keyword_of_an_entry_point_is_named_when_refused(entry):
+    call, keywords = _ENTRY_POINTS[entry]
+    for keyword in keywords:
+        for value in _WRONG:
+            try:
+                call(**{keyword: value})
+            except (TypeError, ValueError, KeyError) as error:
+                assert keyword in str(error) or keyword.replace("_", " ") in str(error), (keyword, value, error)
+            # a value of the right kind after all (None: the default; 10**9 sequences: "does not fit") is fine

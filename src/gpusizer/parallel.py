@@ -145,7 +145,6 @@ def _degree(text: str, digits: str, gpus: int | None, alone: bool) -> int:
     raise ValueError(f"layout {text!r}: give a degree to every part (tp2xpp2) or one bare name with gpus=")
 
 
-@lru_cache(maxsize=1024, typed=True)  # Layout is frozen: answers can be shared; errors are not cached
 def layout(text: str | Layout, gpus: int | None = None) -> Layout:
     """Read a layout name; a bare ``tp``, ``pp``, ``ep``, ``dp`` or ``layer`` uses all ``gpus``.
 
@@ -162,9 +161,12 @@ def layout(text: str | Layout, gpus: int | None = None) -> Layout:
     >>> layout("ep8").attention_dp, layout("tp2+ep8").attention_dp, layout("layer", 4).sequential
     (8, 4, True)
     """
-    instance(text, "layout", (str, Layout))
-    if gpus is not None:
-        gpus = count(gpus, "gpus")
+    return _layout(instance(text, "layout", (str, Layout)), None if gpus is None else count(gpus, "gpus"))
+
+
+@lru_cache(maxsize=1024, typed=True)  # Layout is frozen: answers can be shared; errors are not cached
+def _layout(text: str | Layout, gpus: int | None) -> Layout:
+    """``layout`` of arguments already checked (hashable)."""
     if isinstance(text, Layout):
         plan = text
     else:

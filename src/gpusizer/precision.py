@@ -124,21 +124,21 @@ def names() -> tuple[str, ...]:
     return tuple(PRECISIONS)
 
 
-def precision(name: str | Precision) -> Precision:
-    """Look up a precision by name or alias, case-insensitively.
+def precision(name: str | Precision, what: str = "precision") -> Precision:
+    """Look up a precision by name or alias, case-insensitively; ``what`` names the argument in errors.
 
     Raises
     ------
-    ValueError
-        Naming the known precisions when ``name`` is unknown.
+    TypeError, ValueError
+        Naming ``what`` and the known precisions when ``name`` is not a string or is unknown.
     """
     if isinstance(name, Precision):
         return name
-    instance(name, "precision", (str, Precision))
+    instance(name, what, (str, Precision))
     key = str(name).strip().lower().replace("-", "_")
     key = ALIASES.get(key, key)
     if key not in PRECISIONS:
-        raise ValueError(f"unknown precision {name!r}; known: {', '.join(PRECISIONS)}")
+        raise ValueError(f"unknown {what} {name!r}; known: {', '.join(PRECISIONS)}")
     return PRECISIONS[key]
 
 
@@ -172,7 +172,8 @@ def kv_bytes_per_element(name: str) -> float:
     >>> kv_bytes_per_element("fp8")
     1.0
     """
-    key = str(name).strip().lower().replace("-", "_")
+    instance(name, "kv_cache", str)
+    key = name.strip().lower().replace("-", "_")
     key = {"auto": "bf16", "bfloat16": "bf16", "float16": "fp16", "float32": "fp32", "fp8_e4m3": "fp8"}.get(key, key)
     if key not in KV_BYTES:
         raise ValueError(f"unknown kv_cache precision {name!r}; known: {', '.join(KV_BYTES)}")

@@ -33,7 +33,9 @@ def checkpoint_precisions(
     ``weights`` None keeps the checkpoint's (``Model.weights`` and ``Model.expert_weights``); a given
     ``weights`` applies to the routed experts too. ``kv_cache`` None is the activation dtype.
     """
-    w = precisions.precision(weights if weights is not None else record.weights).name
+    if kv_cache is not None:
+        precisions.kv_bytes_per_element(kv_cache)  # checks the name before any cache sees it
+    w = precisions.precision(weights if weights is not None else record.weights, "weights").name
     experts = None if weights is not None or record.expert_weights is None else record.expert_weights
     return w, experts, kv_cache if kv_cache is not None else record.activation_dtype
 
