@@ -42,6 +42,7 @@ METRICS = {
     "prefill": "prefill tok/s",
     "ttft": "TTFT",
     "static_batch": "static-batch output tok/s per GPU",
+    "offline": "offline (saturated) output tok/s per GPU",
 }
 
 
@@ -102,7 +103,7 @@ def _cases() -> list[efficiency.Case]:
     mapping = CALIBRATION / "mapping.csv"
     return efficiency.load_cases(CALIBRATION / "measurements.csv", mapping) + efficiency.load_cases(
         CALIBRATION / "holdout.csv", mapping
-    )
+    ) + list(sibling("validation_serving").offline_cases())
 
 
 def _band(case: efficiency.Case, expected: float, ceiling: float, table: efficiency.Table) -> tuple[float, float]:
