@@ -35,7 +35,8 @@ ROOT = Path(__file__).resolve().parents[1]
 CALIBRATION = ROOT / "data" / "calibration"
 DOCS = ROOT / "docs"
 
-UNITS = {"decode": "tok/s", "decode_aggregate": "tok/s", "prefill": "tok/s", "ttft": "s", "static_batch": "tok/s/GPU"}
+UNITS = {"decode": "tok/s", "decode_aggregate": "tok/s", "prefill": "tok/s", "ttft": "s", "static_batch": "tok/s/GPU",
+         "offline": "tok/s/GPU"}
 METRICS = {
     "decode": "decode tok/s per user",
     "decode_aggregate": "decode tok/s, all users",
