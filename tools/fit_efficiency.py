@@ -124,7 +124,8 @@ def run(date: datetime.date | None = None) -> tuple[efficiency.Table, dict[str, 
         "mapping": f"data/calibration/mapping.csv (sha256 {checksum(CALIBRATION / 'mapping.csv')})",
         "serving_measurements": "data/calibration/serving-measurements.csv "
         f"(sha256 {checksum(CALIBRATION / 'serving-measurements.csv')})",
-        "serving_mapping": f"data/calibration/serving-mapping.csv (sha256 {checksum(CALIBRATION / 'serving-mapping.csv')})",
+        "serving_mapping": "data/calibration/serving-mapping.csv "
+        f"(sha256 {checksum(CALIBRATION / 'serving-mapping.csv')})",
         "priors": f"data/calibration/priors.toml (sha256 {checksum(CALIBRATION / 'priors.toml')})",
         "rows": [c.id for c in selected],
         "informed": list(full.informed),

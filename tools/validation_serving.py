@@ -184,10 +184,10 @@ def source_group(source: str) -> str:
 
 @cache
 def offline_cases() -> tuple[efficiency.Case, ...]:
-    """The Offline rows (``kind = offline``, not excluded) and the p50 TPOT rows (``_little_case``) as calibration cases (metric ``offline``, output
-    tok/s per GPU): one replica's layout, and the saturated batch that ``serving.throughput`` finds at the
-    row's caps (it depends on memory and the engine's caps, never on a fitted constant). The source is the
-    MLPerf submitter (``source_group``)."""
+    """The Offline rows (``kind = offline``, not excluded) and the p50 TPOT rows (``_little_case``) as cases
+    (metric ``offline``, output tok/s per GPU): one replica's layout, and the saturated batch that
+    ``serving.throughput`` finds at the row's caps (it depends on memory and the engine's caps, never on a
+    fitted constant). The source is the MLPerf submitter (``source_group``)."""
     sources = {r["id"]: r["source"] for r in _csv(MEASUREMENTS)}
     values = {r["id"]: float(r["value"]) for r in _csv(MEASUREMENTS)}
     out = []
@@ -198,26 +198,28 @@ def offline_cases() -> tuple[efficiency.Case, ...]:
             continue
         t = _answer(c)
         out.append(efficiency.Case(
-            id=c.id, metric="offline", value=c.value / c.gpus, model=c.model, gpu=c.gpu, gpus=t.gpus_per_replica,
-            split=t.layout or "tensor", engine=c.engine, weights=c.weights, kv_cache=c.kv_cache,
-            prompt=round(c.prompt), output=round(c.output), batch=max(1, round(t.offline.batch)), use=c.use,
-            reason=(c.reason + "; " if c.reason else "") + "mean prompt " + ("assumed" if c.prompt_assumed else "stated"),
+            id=c.id, metric="offline", value=c.value / c.gpus, model=c.model, gpu=c.gpu,
+            gpus=t.gpus_per_replica, split=t.layout or "tensor", engine=c.engine, weights=c.weights,
+            kv_cache=c.kv_cache, prompt=round(c.prompt), output=round(c.output),
+            batch=max(1, round(t.offline.batch)), use=c.use,
+            reason=(c.reason + "; " if c.reason else "") + "mean prompt "
+            + ("assumed" if c.prompt_assumed else "stated"),
             source=source_group(sources[c.id]), label=c.label))
     return tuple(out)
 
 
 def _little_case(c: ServingCase, values: dict[str, float], sources: dict[str, str]) -> efficiency.Case:
     """A p50 TPOT row with its Server row as an ``offline`` case: by Little's law the Server run held
-    :math:`B = X_r \cdot \mathrm{TPOT}` sequences per replica (:math:`X_r` its output tok/s per replica, the
-    p50 standing in for the mean TPOT), decoding at :math:`X_r` -- one more point of the step time against the
-    batch, besides the Offline row's."""
+    B = X_r * TPOT sequences per replica (X_r its output tok/s per replica, the p50 standing in for the mean
+    TPOT), decoding at X_r: one more point of the step time against the batch, besides the Offline row's."""
     t = _answer(replace(c, kind="offline", rate=0.0))
     replicas = c.gpus // t.gpus_per_replica
     rate = values[c.at] / replicas
     return efficiency.Case(
-        id=c.id, metric="offline", value=rate / t.gpus_per_replica, model=c.model, gpu=c.gpu, gpus=t.gpus_per_replica,
-        split=t.layout or "tensor", engine=c.engine, weights=c.weights, kv_cache=c.kv_cache, prompt=round(c.prompt),
-        output=round(c.output), batch=max(1, round(rate * c.value)), use=c.use,
+        id=c.id, metric="offline", value=rate / t.gpus_per_replica, model=c.model, gpu=c.gpu,
+        gpus=t.gpus_per_replica, split=t.layout or "tensor", engine=c.engine, weights=c.weights,
+        kv_cache=c.kv_cache, prompt=round(c.prompt), output=round(c.output), batch=max(1, round(rate * c.value)),
+        use=c.use,
         reason="Server tok/s at the Little's-law batch (Server tok/s x p50 TPOT); mean prompt "
         + ("assumed" if c.prompt_assumed else "stated"), source=source_group(sources[c.id]), label=c.label)
 
