@@ -59,3 +59,39 @@ def test_array_result_equals_elementwise_scalars(args):
     for index in np.ndindex(out.shape):
         scalars = [np.broadcast_to(a, out.shape)[index] for a in args]
         assert out[index] == roofline.roofline_time(*scalars)
+
+
+_times = st.floats(min_value=0.0, max_value=1e3, allow_nan=False)
+_shares = st.floats(min_value=0.0, max_value=1.0, allow_nan=False)
+
+
+@given(_times, _times, _shares)
+def test_overlapped_time_lies_between_the_roofline_and_the_sum(c, m, w):
+    t = roofline.overlapped_seconds(c, m, w)
+    assert max(c, m) * (1 - 1e-12) <= t <= (c + m) * (1 + 1e-12)
+
+
+@given(_times, _times)
+def test_full_overlap_is_the_roofline_and_none_is_the_sum(c, m):
+    assert roofline.overlapped_seconds(c, m, 1.0) == max(c, m)
+    assert roofline.overlapped_seconds(c, m, 0.0) == pytest.approx(c + m, rel=1e-12)
+
+
+@given(_times, _times, _shares, _shares)
+def test_overlapped_time_falls_as_the_overlap_grows(c, m, w1, w2):
+    low, high = sorted((w1, w2))
+    assert roofline.overlapped_seconds(c, m, high) <= roofline.overlapped_seconds(c, m, low) * (1 + 1e-12)
+
+
+@given(_times, _times, _times, _shares)
+def test_overlapped_time_grows_with_either_time(c, m, extra, w):
+    t = roofline.overlapped_seconds(c, m, w)
+    assert roofline.overlapped_seconds(c + extra, m, w) >= t * (1 - 1e-12)
+    assert roofline.overlapped_seconds(c, m + extra, w) >= t * (1 - 1e-12)
+
+
+def test_roofline_time_with_overlap_hand_value():
+    # 16 GB at 3.35 TB/s = 4.776 ms; 2 TFLOP at 989.5 TFLOP/s = 2.021 ms; half of the shorter is added
+    t = roofline.roofline_time(2e12, 16e9, 989.5e12, 3.35e12, overlap=0.5)
+    assert t == pytest.approx(16e9 / 3.35e12 + 0.5 * 2e12 / 989.5e12)
+    assert roofline.roofline_time(2e12, 16e9, 989.5e12, 3.35e12) == pytest.approx(16e9 / 3.35e12)

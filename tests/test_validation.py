@@ -31,6 +31,7 @@ def test_single_stream_decode_median_error_at_most_15_percent():
     errors = [r.error for r in rows if r.case.use == "fit" and r.case.metric == "decode" and r.case.batch == 1]
     assert len(errors) >= 20
     assert np.median(np.abs(errors)) <= 0.15
+    assert np.median(np.abs(errors)) <= 0.06  # measured 5.0 % with the partial-overlap roofline (4.8 % before)
 
 
 def test_no_measurement_beats_its_ceiling():
@@ -59,13 +60,14 @@ def test_every_serving_row_is_predicted_or_says_why():
 
 
 def test_serving_medians_are_finite_and_below_the_measured_baseline():
-    # Baseline with the constants of data/efficiency.toml (fitted 2026-12-02) and an assumed MLPerf mean input
-    # of 256 tokens, measured when the harness was written: median APE offline_tok_s 25.3 % (15 rows),
-    # server_tok_s 19.4 % (8), ttft_ms_median 86.4 % (9; 4 of the 7 MLPerf rows unstable at the measured rate,
-    # counted as infinite), tpot_ms_median 84.6 % (7), output_tok_s_aggregate 7.6 % (4); at matched load TTFT
-    # 78.6 %, TPOT 78.7 %. The ceilings are loose on purpose: they catch a broken harness, not a physics change.
-    ceilings = {"offline_tok_s": 40, "server_tok_s": 35, "ttft_ms_median": 100, "tpot_ms_median": 100,
-                "output_tok_s_aggregate": 20, "ttft_ms_median, matched load": 95, "tpot_ms_median, matched load": 95}
+    # Baseline with the constants of data/efficiency.toml fitted 2026-12-02 (before the Offline rows reached the
+    # fit) and an assumed MLPerf mean input of 256 tokens: median APE offline_tok_s 25.3 % (15 rows),
+    # server_tok_s 19.4 % (8), ttft_ms_median 86.4 % (9), tpot_ms_median 84.6 % (7), output_tok_s_aggregate
+    # 7.6 % (4); at matched load TTFT 78.6 %, TPOT 78.7 %. Measured now (9 Offline rows and 3 Little's-law Server
+    # points fitted, partial-overlap roofline): offline 12.4 %, server 11.5 %, ttft 78.1 %, tpot 77.0 %,
+    # output_tok_s_aggregate 13.2 %; matched load TTFT 78.0 %, TPOT 73.4 %. Ceilings slightly above.
+    ceilings = {"offline_tok_s": 15, "server_tok_s": 14, "ttft_ms_median": 85, "tpot_ms_median": 82,
+                "output_tok_s_aggregate": 16, "ttft_ms_median, matched load": 82, "tpot_ms_median, matched load": 78}
     stats = _serving().medians(_serving().rows()[0])
     assert set(stats) == set(ceilings)
     for metric, (n, median, _, coverage) in stats.items():
@@ -79,4 +81,5 @@ def test_leave_one_source_out_predicts_every_fitted_row_without_its_source():
     fitted = [r for r in validation.rows()[0] if r.case.use == "fit"]
     assert {r.case.id for r in fitted} == set(loso)
     assert all(r.loso_error is not None and math.isfinite(r.loso_error) for r in fitted)
-    assert len(validation.by_source(fitted)) == 3
+    # 3 calibration sources and 4 MLPerf v4.1 submitters (NVIDIA, Dell, AMD, Fujitsu): each held out whole
+    assert len(validation.by_source(fitted)) == 7

@@ -7,7 +7,9 @@ Usage::
 
 Inputs, all under ``data/calibration/``: ``measurements.csv`` (public measurements, copied from the
 project's reference folder), ``mapping.csv`` (each row onto catalogue ids, engine class and whether
-it is fitted, held out or excluded) and ``priors.toml`` (prior value and source of every constant).
+it is fitted, held out or excluded), the Offline rows of ``serving-measurements.csv`` with
+``serving-mapping.csv`` (``use`` as in ``mapping.csv``; metric ``offline``) and ``priors.toml``
+(prior value and source of every constant).
 
 Method: ``gpusizer.calibration.fit`` (``scipy.optimize.least_squares``, soft-L1 loss, log-ratio
 residuals with a scale of 0.1, Gaussian priors in log space, physical bounds). The p10-p90 band of
@@ -23,10 +25,12 @@ import argparse
 import dataclasses
 import datetime
 import hashlib
+import importlib.util
 import math
 import sys
 import tomllib
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from gpusizer import calibration, efficiency, performance
@@ -44,10 +48,24 @@ measurements informed ('fitted'; the others stay at their prior) and the rows th
 Bands: p10/p90 of measured/expected over leave-one-out predictions, per regime."""
 
 
+def serving() -> ModuleType:
+    """``tools/validation_serving.py``, imported once per process (``tools/validation.py`` shares it)."""
+    name = "validation_serving"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses look their module up while the class is built
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
 def cases(use: str = "fit") -> list[efficiency.Case]:
-    """The calibration cases with ``use`` (``fit``, ``holdout`` or ``exclude``)."""
+    """The calibration cases with ``use`` (``fit``, ``holdout`` or ``exclude``): the calibration files' and
+    the Offline rows of the serving files (metric ``offline``, ``validation_serving.offline_cases``)."""
     found = efficiency.load_cases(CALIBRATION / "measurements.csv", CALIBRATION / "mapping.csv")
     found += efficiency.load_cases(CALIBRATION / "holdout.csv", CALIBRATION / "mapping.csv")
+    found += list(serving().offline_cases())
     return [c for c in found if c.use == use]
 
 
@@ -104,6 +122,10 @@ def run(date: datetime.date | None = None) -> tuple[efficiency.Table, dict[str, 
         "date": date or datetime.date.today(),
         "measurements": f"data/calibration/measurements.csv (sha256 {checksum(CALIBRATION / 'measurements.csv')})",
         "mapping": f"data/calibration/mapping.csv (sha256 {checksum(CALIBRATION / 'mapping.csv')})",
+        "serving_measurements": "data/calibration/serving-measurements.csv "
+        f"(sha256 {checksum(CALIBRATION / 'serving-measurements.csv')})",
+        "serving_mapping": "data/calibration/serving-mapping.csv "
+        f"(sha256 {checksum(CALIBRATION / 'serving-mapping.csv')})",
         "priors": f"data/calibration/priors.toml (sha256 {checksum(CALIBRATION / 'priors.toml')})",
         "rows": [c.id for c in selected],
         "informed": list(full.informed),

@@ -35,13 +35,15 @@ ROOT = Path(__file__).resolve().parents[1]
 CALIBRATION = ROOT / "data" / "calibration"
 DOCS = ROOT / "docs"
 
-UNITS = {"decode": "tok/s", "decode_aggregate": "tok/s", "prefill": "tok/s", "ttft": "s", "static_batch": "tok/s/GPU"}
+UNITS = {"decode": "tok/s", "decode_aggregate": "tok/s", "prefill": "tok/s", "ttft": "s", "static_batch": "tok/s/GPU",
+         "offline": "tok/s/GPU"}
 METRICS = {
     "decode": "decode tok/s per user",
     "decode_aggregate": "decode tok/s, all users",
     "prefill": "prefill tok/s",
     "ttft": "TTFT",
     "static_batch": "static-batch output tok/s per GPU",
+    "offline": "offline (saturated) output tok/s per GPU",
 }
 
 
@@ -102,7 +104,7 @@ def _cases() -> list[efficiency.Case]:
     mapping = CALIBRATION / "mapping.csv"
     return efficiency.load_cases(CALIBRATION / "measurements.csv", mapping) + efficiency.load_cases(
         CALIBRATION / "holdout.csv", mapping
-    )
+    ) + list(sibling("validation_serving").offline_cases())
 
 
 def _band(case: efficiency.Case, expected: float, ceiling: float, table: efficiency.Table) -> tuple[float, float]:

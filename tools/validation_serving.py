@@ -80,6 +80,8 @@ class ServingCase:
     load: float = math.nan
     """Measured Server over Offline throughput of the same system (p50 rows): the load the p50 was at. [-]"""
     case: efficiency.Case | None = None
+    at: str = ""
+    """Id of the Server row whose rate a p50 row is at."""
 
     @property
     def lengths(self) -> str:
@@ -168,8 +170,58 @@ def cases() -> list[ServingCase]:
             prompt_assumed=m["prompt_source"] == "assumed", output=output, slo=_slo(m),
             rate=float(at["value"]) / output if at is not None else 0.0,
             load=float(at["value"]) / offline.get((m["model"], m["gpu"], m["layout"], row["gpu_count"]), math.nan)
-            if at is not None else math.nan))
+            if at is not None else math.nan, at=m["at"]))
     return out
+
+
+def source_group(source: str) -> str:
+    """The source a leave-one-source-out fit holds out whole: an MLPerf submitter
+    (``mlcommons/inference_results_v4.1:closed/NVIDIA``), else the source as written."""
+    if source.startswith("mlcommons/"):
+        return "/".join(source.split("/")[:3])
+    return source
+
+
+@cache
+def offline_cases() -> tuple[efficiency.Case, ...]:
+    """The Offline rows (``kind = offline``, not excluded) and the p50 TPOT rows (``_little_case``) as cases
+    (metric ``offline``, output tok/s per GPU): one replica's layout, and the saturated batch that
+    ``serving.throughput`` finds at the row's caps (it depends on memory and the engine's caps, never on a
+    fitted constant). The source is the MLPerf submitter (``source_group``)."""
+    sources = {r["id"]: r["source"] for r in _csv(MEASUREMENTS)}
+    values = {r["id"]: float(r["value"]) for r in _csv(MEASUREMENTS)}
+    out = []
+    for c in cases():
+        if c.kind == "tpot_p50" and c.use != "exclude":
+            out.append(_little_case(c, values, sources))
+        if c.kind != "offline" or c.use == "exclude":
+            continue
+        t = _answer(c)
+        out.append(efficiency.Case(
+            id=c.id, metric="offline", value=c.value / c.gpus, model=c.model, gpu=c.gpu,
+            gpus=t.gpus_per_replica, split=t.layout or "tensor", engine=c.engine, weights=c.weights,
+            kv_cache=c.kv_cache, prompt=round(c.prompt), output=round(c.output),
+            batch=max(1, round(t.offline.batch)), use=c.use,
+            reason=(c.reason + "; " if c.reason else "") + "mean prompt "
+            + ("assumed" if c.prompt_assumed else "stated"),
+            source=source_group(sources[c.id]), label=c.label))
+    return tuple(out)
+
+
+def _little_case(c: ServingCase, values: dict[str, float], sources: dict[str, str]) -> efficiency.Case:
+    """A p50 TPOT row with its Server row as an ``offline`` case: by Little's law the Server run held
+    B = X_r * TPOT sequences per replica (X_r its output tok/s per replica, the p50 standing in for the mean
+    TPOT), decoding at X_r: one more point of the step time against the batch, besides the Offline row's."""
+    t = _answer(replace(c, kind="offline", rate=0.0))
+    replicas = c.gpus // t.gpus_per_replica
+    rate = values[c.at] / replicas
+    return efficiency.Case(
+        id=c.id, metric="offline", value=rate / t.gpus_per_replica, model=c.model, gpu=c.gpu,
+        gpus=t.gpus_per_replica, split=t.layout or "tensor", engine=c.engine, weights=c.weights,
+        kv_cache=c.kv_cache, prompt=round(c.prompt), output=round(c.output), batch=max(1, round(rate * c.value)),
+        use=c.use,
+        reason="Server tok/s at the Little's-law batch (Server tok/s x p50 TPOT); mean prompt "
+        + ("assumed" if c.prompt_assumed else "stated"), source=source_group(sources[c.id]), label=c.label)
 
 
 @cache

@@ -113,6 +113,8 @@ def _case_steps(case: efficiency.Case) -> tuple[passes.Step, ...]:
     s = _case_setup(case)
     if case.metric in ("decode", "decode_aggregate"):
         return (passes.decode_step(s, max(case.prompt + case.output // 2, 1), case.batch),)
+    if case.metric == "offline":
+        return (passes.saturated_step(s, case.prompt, case.output, case.batch),)
     if case.metric == "static_batch":
         contexts = case.prompt + np.arange(1, max(case.output, 1))
         return passes.prefill_steps(s, case.prompt, np.inf, case.batch), passes.decode_step(s, contexts, case.batch)
@@ -125,7 +127,9 @@ def predict(case: efficiency.Case, table: efficiency.Table | None = None, *, cei
 
     ``decode``: per-user tokens/s at the mean context of the generation; ``decode_aggregate``: all
     users; ``prefill``: prompt tokens/s; ``ttft``: prefill plus one decode step [s];
-    ``static_batch``: output tokens/s per GPU of a static batch (``batch_throughput``).
+    ``static_batch``: output tokens/s per GPU of a static batch (``batch_throughput``); ``offline``:
+    output tokens/s per GPU of a saturated continuous-batching engine holding ``case.batch`` sequences
+    (``passes.saturated_step`` plus the per-request cost of the prompts it admits).
     """
     s = _case_setup(case)
     c = None if ceiling else configuration.constants(s, table if table is not None else efficiency.bundled())
@@ -134,6 +138,9 @@ def predict(case: efficiency.Case, table: efficiency.Table | None = None, *, cei
         users = case.batch if case.metric == "decode_aggregate" else 1
         return float(users / passes.step_seconds(steps[0], s, c, phase="decode"))
     request = 0.0 if c is None else c.request_seconds
+    if case.metric == "offline":
+        step = float(passes.step_seconds(steps[0], s, c, phase="decode")) + case.batch / case.output * request
+        return case.batch / step / case.gpus
     fill = float(passes.prefill_seconds(steps[0], s, c, s, request))
     tail = float(np.sum(passes.step_seconds(steps[1], s, c, phase="decode")))
     if case.metric == "prefill":

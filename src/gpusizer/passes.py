@@ -74,6 +74,37 @@ def engine_step(
     )
 
 
+def mixed_step(decodes: Step, prompts: Step) -> Step:
+    """One engine step that carries the decodes of ``decodes`` and the prompt chunks of ``prompts``
+    (chunked prefill, Sarathi-Serve arXiv:2403.02310): the two share one weight stream, so the weights are
+    read once and the activations, FLOPs, KV reads and collectives of both add up; the routed experts
+    read are the larger of the two passes' (a lower bound on their union)."""
+    weights = decodes.dense_bytes - decodes.activation_bytes
+    return Step(
+        tokens=decodes.tokens + prompts.tokens,
+        dense_flops=decodes.dense_flops + prompts.dense_flops,
+        dense_bytes=weights + decodes.activation_bytes + prompts.activation_bytes,
+        expert_flops=decodes.expert_flops + prompts.expert_flops,
+        expert_bytes=np.maximum(decodes.expert_bytes, prompts.expert_bytes),
+        attention_flops=decodes.attention_flops + prompts.attention_flops,
+        kv_bytes=decodes.kv_bytes + prompts.kv_bytes,
+        activation_bytes=decodes.activation_bytes + prompts.activation_bytes,
+        allreduce_bytes=decodes.allreduce_bytes + prompts.allreduce_bytes,
+        alltoall_bytes=decodes.alltoall_bytes + prompts.alltoall_bytes,
+        touched=np.maximum(decodes.touched, prompts.touched),
+    )
+
+
+def saturated_step(s: configuration.Setup, prompt: Any, output: Any, batch: Any) -> Step:
+    """The mean step of a saturated continuous-batching engine holding ``batch`` sequences of ``prompt`` +
+    ``output`` tokens: ``batch`` decodes at the mean context ``prompt + output / 2`` and, as a sequence
+    leaves every ``output`` steps, ``batch / output`` new prompts prefilled in the same step
+    (``serving.concurrency_curve``'s closed loop, its prompts in one chunk)."""
+    decodes = decode_step(s, prompt + output / 2, batch)
+    prompts = engine_step(s, prompt, 0.0, batch / output, head=1, dims=s.model.prefill_dims)
+    return mixed_step(decodes, prompts)
+
+
 def _micro_batches(s: configuration.Setup, concurrency: Any) -> tuple[Any, Any, Any]:
     """Sequences of the busiest data-parallel group's larger and smaller micro-batches, and the share of
     its micro-batches that are the larger (one micro-batch without pipeline stages)."""
@@ -261,13 +292,14 @@ def step_seconds(
     eta = 1.0 if c is None else c.bandwidth
     eta_kv = 1.0 if c is None else c.kv_bandwidth
     mu_attention = 1.0 if c is None else c.compute
+    overlap = 1.0 if c is None else c.overlap  # the ceiling overlaps arithmetic and traffic completely
     operators = [
         roofline.roofline_time(step.dense_flops, step.dense_bytes, s.dense_peak, s.bandwidth,
-                               compute_efficiency=mu, bandwidth_efficiency=eta),
+                               compute_efficiency=mu, bandwidth_efficiency=eta, overlap=overlap),
         roofline.roofline_time(step.expert_flops, step.expert_bytes, s.expert_peak, s.bandwidth,
-                               compute_efficiency=mu, bandwidth_efficiency=eta),
+                               compute_efficiency=mu, bandwidth_efficiency=eta, overlap=overlap),
         roofline.roofline_time(step.attention_flops, step.kv_bytes, s.attention_peak, s.bandwidth,
-                               compute_efficiency=mu_attention, bandwidth_efficiency=eta_kv),
+                               compute_efficiency=mu_attention, bandwidth_efficiency=eta_kv, overlap=overlap),
     ]
     if c is None:
         return decode.step_seconds(operators)

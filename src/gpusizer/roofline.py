@@ -4,6 +4,8 @@ Hardware-agnostic pure functions of numbers that broadcast like numpy ufuncs. An
 (the weight GEMMs, the attention over the KV cache) takes at least as long as its arithmetic at the
 peak rate and at least as long as its memory traffic at the peak bandwidth; gpusizer sums that
 per-class bound over the classes of an engine step, which is tighter than one whole-model maximum.
+The expected time adds the part of the shorter of the two that does not overlap the longer
+(``overlapped_seconds``, [2]_); the ceiling overlaps them completely.
 Derating by measured efficiencies is a separate, optional argument: the ceiling is the call with
 efficiencies of 1.
 
@@ -17,6 +19,10 @@ References
 ----------
 .. [1] S. Williams, A. Waterman and D. Patterson, "Roofline: an insightful visual performance
    model for multicore architectures," Commun. ACM 52(4), 2009, doi:10.1145/1498765.1498785.
+.. [2] G. Hager, J. Treibig, J. Habich and G. Wellein, "Exploring performance and power properties of
+   modern multi-core chips via simple machine models," Concurrency Computat.: Pract. Exper. 28(2),
+   2016, doi:10.1002/cpe.3180 (the Execution-Cache-Memory model: arithmetic and data transfers
+   overlap only in part).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ __all__ = [
     "attention_flops",
     "compute_bound",
     "gemm_flops",
+    "overlapped_seconds",
     "ridge_point",
     "roofline_time",
     "tensor_peak",
@@ -113,8 +120,10 @@ def roofline_time(
     *,
     compute_efficiency: Any = 1.0,
     bandwidth_efficiency: Any = 1.0,
+    overlap: Any = 1.0,
 ) -> Any:
-    r"""Time of an operator class: the slower of its arithmetic and its memory traffic.
+    r"""Time of an operator class: the slower of its arithmetic and its memory traffic, plus the part
+    of the faster that does not overlap (``overlapped_seconds``).
 
     Parameters
     ----------
@@ -129,11 +138,15 @@ def roofline_time(
         Datasheet memory bandwidth. [B/s]
     compute_efficiency, bandwidth_efficiency : array_like, optional
         Achieved fractions of the two peaks, in (0, 1]; 1 gives the roofline ceiling. [-]
+    overlap : array_like, optional
+        Share of the shorter of the two times hidden under the longer (``overlapped_seconds``); 1, the
+        default, is the roofline ceiling. [-]
 
     Returns
     -------
     numeric
-        :math:`t = \max\left(\frac{F}{\mu P}, \frac{Q}{\eta \beta}\right)`. [s]
+        :math:`t = \max(t_c, t_m) + (1 - \omega)\min(t_c, t_m)` with :math:`t_c = F / (\mu P)` and
+        :math:`t_m = Q / (\eta \beta)`. [s]
 
     References
     ----------
@@ -148,7 +161,56 @@ def roofline_time(
     """
     compute = divide(number(flops), number(peak_flops) * number(compute_efficiency))
     memory = number(bytes_moved) / (number(bandwidth) * number(bandwidth_efficiency))
-    return scalar_or_array(maximum(compute, memory))
+    return overlapped_seconds(compute, memory, overlap)
+
+
+def overlapped_seconds(compute_seconds: Any, memory_seconds: Any, overlap: Any = 1.0) -> Any:
+    r"""Time of an operator whose arithmetic and memory traffic overlap only in part.
+
+    Parameters
+    ----------
+    compute_seconds : array_like
+        Time of the arithmetic alone (FLOPs over the achieved rate). [s]
+    memory_seconds : array_like
+        Time of the memory traffic alone (bytes over the achieved bandwidth). [s]
+    overlap : array_like, optional
+        Fraction of the shorter of the two hidden under the longer, in [0, 1]: 1 is the roofline
+        (perfect overlap, the ceiling), 0 runs them one after the other. [-]
+
+    Returns
+    -------
+    numeric
+        :math:`t = \max(t_c, t_m) + (1 - \omega)\min(t_c, t_m)`, between :math:`\max(t_c, t_m)`
+        and :math:`t_c + t_m`. [s]
+
+    Notes
+    -----
+    The roofline [1]_ assumes that arithmetic and memory traffic overlap completely, which makes it an
+    upper bound on speed. The Execution-Cache-Memory model [2]_ splits a kernel's time into parts that
+    overlap and parts that do not; :math:`\omega` is the share of the shorter time that is hidden.
+    In an LLM engine step the weight GEMMs stream their weights while the tensor cores work only in
+    part: a decode step of a large batch is seen to cost about the weight-streaming time *plus* the
+    arithmetic (TensorRT-LLM's MLPerf batches, ``docs/methods.md#decode-step``), which is
+    :math:`\omega` near 0; single-stream decode, where :math:`t_c \ll t_m`, does not depend on it.
+
+    References
+    ----------
+    .. [1] S. Williams et al., Commun. ACM 52(4), 2009, doi:10.1145/1498765.1498785.
+    .. [2] G. Hager, J. Treibig, J. Habich and G. Wellein, "Exploring performance and power properties
+       of modern multi-core chips via simple machine models," Concurrency Computat.: Pract. Exper.
+       28(2), 2016, doi:10.1002/cpe.3180.
+
+    Examples
+    --------
+    >>> overlapped_seconds(0.003, 0.004)  # the roofline: the slower of the two
+    0.004
+    >>> overlapped_seconds(0.003, 0.004, overlap=0.0)  # one after the other
+    0.007
+    >>> overlapped_seconds(0.003, 0.004, overlap=0.5)
+    0.0055
+    """
+    c, m, w = number(compute_seconds), number(memory_seconds), number(overlap)
+    return scalar_or_array(maximum(c, m) + (1.0 - w) * minimum(c, m))
 
 
 def compute_bound(flops: Any, bytes_moved: Any, peak_flops: Any, bandwidth: Any) -> Any:

@@ -23,7 +23,9 @@ class Case:
     id: str
     metric: str
     """``decode`` (per-user tok/s), ``decode_aggregate`` (all users, tok/s), ``prefill`` (prompt
-    tok/s), ``ttft`` (s) or ``static_batch`` (output tok/s of a static batch, per GPU)."""
+    tok/s), ``ttft`` (s), ``static_batch`` (output tok/s of a static batch, per GPU) or ``offline``
+    (output tok/s per GPU of a saturated continuous-batching engine of ``batch`` sequences, ``prompt``
+    and ``output`` their mean lengths; ``split`` the layout of one replica)."""
     value: float
     """Measured value in base units (tok/s or s)."""
     model: str
@@ -48,7 +50,7 @@ class Case:
     def regime(self) -> str:
         """``metric, batch, parallelism``: the grouping of bands and error statistics."""
         names = {"decode": "decode", "decode_aggregate": "decode", "static_batch": "batched decode",
-                 "prefill": "prefill", "ttft": "prefill"}
+                 "prefill": "prefill", "ttft": "prefill", "offline": "offline"}
         parts = [names.get(self.metric, self.metric)]
         if self.metric in ("decode", "decode_aggregate"):
             parts.append("batch 1" if self.batch == 1 else "batch > 1")

@@ -17,7 +17,7 @@ ANY = "*"
 
 #: Fitted fields of each kind of entry.
 FIELDS: dict[str, tuple[str, ...]] = {
-    "engine": ("layer_seconds", "step_seconds", "request_seconds", "moe_layer_seconds"),
+    "engine": ("layer_seconds", "step_seconds", "request_seconds", "moe_layer_seconds", "overlap"),
     "group": ("bandwidth", "compute", "decode_compute"),
     "fabric": ("latency_seconds",),
 }
@@ -31,6 +31,7 @@ BOUNDS: dict[str, tuple[float, float, float]] = {
     "step_seconds": (5e-6, 5e-3, 0.7),
     "request_seconds": (10e-6, 50e-3, 1.0),
     "moe_layer_seconds": (1e-6, 2e-3, 1.0),
+    "overlap": (0.02, 1.0, 1.0),
     "latency_seconds": (2e-6, 500e-6, 0.7),
 }
 
@@ -116,6 +117,9 @@ class EngineEntry:
     """Quantized GEMMs run on INT8 tensor cores (llama.cpp MMQ), so their peak is the INT8 rate."""
     moe_layer_seconds: float = 0.0
     """Extra fixed cost per MoE layer and step: routing, token permutation, grouped-GEMM tails. [s]"""
+    overlap: float = 1.0
+    """Share of the shorter of an operator's arithmetic and memory times hidden under the longer
+    (``roofline.overlapped_seconds``): 1 is the roofline, 0 adds them. [-]"""
     source: str = ""
     prior: dict[str, float] = field(default_factory=dict)
     fitted: tuple[str, ...] = ()
@@ -199,6 +203,7 @@ class Constants:
     step_seconds: float
     request_seconds: float
     moe_layer_seconds: float
+    overlap: float
     chunk_tokens: float
     integer_matmul: bool
     latency_seconds: float

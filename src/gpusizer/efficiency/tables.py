@@ -98,6 +98,7 @@ def resolve(table: Table, engine: str, gpu_class: str, family: str, fabric: str)
         step_seconds=e.step_seconds,
         request_seconds=e.request_seconds,
         moe_layer_seconds=e.moe_layer_seconds,
+        overlap=e.overlap,
         chunk_tokens=e.chunk_tokens,
         integer_matmul=e.integer_matmul,
         latency_seconds=f.latency_seconds,
