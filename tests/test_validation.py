@@ -83,3 +83,12 @@ def test_leave_one_source_out_predicts_every_fitted_row_without_its_source():
     assert all(r.loso_error is not None and math.isfinite(r.loso_error) for r in fitted)
     # 3 calibration sources and 4 MLPerf v4.1 submitters (NVIDIA, Dell, AMD, Fujitsu): each held out whole
     assert len(validation.by_source(fitted)) == 7
+
+
+def test_held_out_band_coverage_at_least_the_measured_floor():
+    # Bands from leave-one-source-out residuals (tools/fit_efficiency.py): measured 57 % of held-out rows inside
+    # their p10-p90 band (50 % with leave-one-out bands), 98 % of fitted rows. Target 75-85 %; the misses are
+    # biased regimes (Mixtral on TensorRT-LLM, H100 PCIe/NVL TP2, llama.cpp batches > 5), not band width.
+    rows, _ = _validation().rows()
+    held = [r.in_band for r in rows if r.case.use == "holdout"]
+    assert np.mean(held) >= 0.55
