@@ -242,3 +242,13 @@ def test_leave_group_out_by_id_is_leave_one_out():
     assert grouped == pytest.approx(one, rel=1e-9)
     everything = calibration.leave_group_out(cases, priors, performance.keys, performance.predict, lambda c: "all")
     assert everything == {c.id: pytest.approx(performance.predict(c, priors)) for c in cases}  # no other group
+
+
+@given(st.lists(st.floats(-1.0, 1.0), min_size=1, max_size=40),
+       st.sampled_from(["leave-one-out", "leave-one-source-out"]))
+@settings(max_examples=50, deadline=None)
+def test_quantile_band_brackets_one_and_records_its_method(residuals, method):
+    band = calibration.quantile_band("decode", residuals, method=method)
+    assert band.low <= 0.95 + 1e-12 and band.high >= 1.05 - 1e-12
+    assert band.low <= band.high
+    assert method in band.method

@@ -65,9 +65,12 @@ def test_serving_medians_are_finite_and_below_the_measured_baseline():
     # server_tok_s 19.4 % (8), ttft_ms_median 86.4 % (9), tpot_ms_median 84.6 % (7), output_tok_s_aggregate
     # 7.6 % (4); at matched load TTFT 78.6 %, TPOT 78.7 %. Measured now (9 Offline rows and 3 Little's-law Server
     # points fitted, partial-overlap roofline): offline 12.4 %, server 11.5 %, ttft 78.1 %, tpot 77.0 %,
-    # output_tok_s_aggregate 13.2 %; matched load TTFT 78.0 %, TPOT 73.4 %. Ceilings slightly above.
+    # output_tok_s_aggregate 13.2 %; matched load TTFT 78.0 %, TPOT 73.4 %.
+    # With the B200/MI300X caps from their Server runs' Little's-law occupancy (issue 15 follow-up): offline
+    # 13.1 %, server 11.5 %, ttft 77.7 %, tpot 76.3 %, aggregate 13.2 %; matched load TTFT 77.4 %, TPOT 72.6 %.
+    # Ceilings slightly above.
     ceilings = {"offline_tok_s": 15, "server_tok_s": 14, "ttft_ms_median": 85, "tpot_ms_median": 82,
-                "output_tok_s_aggregate": 16, "ttft_ms_median, matched load": 82, "tpot_ms_median, matched load": 78}
+                "output_tok_s_aggregate": 16, "ttft_ms_median, matched load": 80, "tpot_ms_median, matched load": 76}
     stats = _serving().medians(_serving().rows()[0])
     assert set(stats) == set(ceilings)
     for metric, (n, median, _, coverage) in stats.items():
@@ -83,3 +86,12 @@ def test_leave_one_source_out_predicts_every_fitted_row_without_its_source():
     assert all(r.loso_error is not None and math.isfinite(r.loso_error) for r in fitted)
     # 3 calibration sources and 4 MLPerf v4.1 submitters (NVIDIA, Dell, AMD, Fujitsu): each held out whole
     assert len(validation.by_source(fitted)) == 7
+
+
+def test_held_out_band_coverage_at_least_the_measured_floor():
+    # Bands from leave-one-source-out residuals (tools/fit_efficiency.py): measured 57 % of held-out rows inside
+    # their p10-p90 band (50 % with leave-one-out bands), 98 % of fitted rows. Target 75-85 %; the misses are
+    # biased regimes (Mixtral on TensorRT-LLM, H100 PCIe/NVL TP2, llama.cpp batches > 5), not band width.
+    rows, _ = _validation().rows()
+    held = [r.in_band for r in rows if r.case.use == "holdout"]
+    assert np.mean(held) >= 0.55
