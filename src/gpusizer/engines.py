@@ -245,13 +245,13 @@ def non_torch_bytes(single_gpu: Any, per_peer: Any, gpus: Any) -> Any:
     Returns
     -------
     numeric
-        :math:`R_1 + R_p (n - 1)`: NCCL and custom all-reduce buffers grow with the peers. vLLM logs
-        0.11-0.35 GiB at one or two GPUs and 5.68 GiB per rank at TP8 on H200 (vllm-project/vllm
-        issue #10702). [B]
+        :math:`R_1 + R_p \min(n - 1, 7)`: NCCL and custom all-reduce buffers grow with the peers of
+        an 8-GPU node (larger layouts are counted as one node's peers). vLLM logs 0.11-0.35 GiB at one
+        or two GPUs and 5.68 GiB per rank at TP8 on H200 (vllm-project/vllm issue #10702). [B]
 
     Examples
     --------
     >>> non_torch_bytes(0.2, 0.79, 8)
     5.73
     """
-    return scalar_or_array(number(single_gpu) + number(per_peer) * maximum(number(gpus) - 1, 0))
+    return scalar_or_array(number(single_gpu) + number(per_peer) * minimum(maximum(number(gpus) - 1, 0), 7))

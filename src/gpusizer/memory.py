@@ -223,8 +223,8 @@ def vllm_forward_activation_bytes(
 
     Examples
     --------
-    >>> vllm_forward_activation_bytes(20000, 4096, 14336, 2.0) / 2**30
-    2.0599...
+    >>> round(vllm_forward_activation_bytes(20000, 4096, 14336, 2.0) / 2**30, 2)
+    2.06
     """
     per_token = 3 * (number(ffn_width) / number(tensor_parallel)) + 3 * number(hidden)
     return scalar_or_array(number(batched_tokens) * per_token * number(bytes_per_element))
@@ -258,8 +258,8 @@ def vllm_sampler_bytes(batched_tokens: Any, max_sequences: Any, vocab: Any) -> A
 
     Examples
     --------
-    >>> vllm_sampler_bytes(2048, 256, 151936) / 2**30
-    0.5795...
+    >>> round(vllm_sampler_bytes(2048, 256, 151936) / 2**30, 2)
+    0.58
     """
     requests = minimum(number(max_sequences), number(batched_tokens))
     return scalar_or_array(16.0 * requests * number(vocab))
