@@ -25,10 +25,12 @@ from typing import Any, Literal
 
 from gpusizer.catalog import Record
 from gpusizer.checks import instance, scalar_or_array
-from gpusizer.numeric import minimum, number, where
+from gpusizer.numeric import maximum, minimum, number, where
 from gpusizer.units import GiB
 
-__all__ = ["ENGINES", "KV_POOL_RULES", "EngineProfile", "device_capacity", "engine", "kv_pool_bytes"]
+__all__ = [
+    "ENGINES", "KV_POOL_RULES", "EngineProfile", "device_capacity", "engine", "kv_pool_bytes", "non_torch_bytes",
+]
 
 
 class EngineProfile(Record):
@@ -42,11 +44,12 @@ class EngineProfile(Record):
     block_size: int
     """Tokens per KV block; a sequence's cache is rounded up to whole blocks. [token]"""
     runtime_bytes: float
-    """CUDA context and other non-tensor memory on one GPU. [B]"""
+    """Non-torch memory on one GPU (CUDA context, cuBLAS workspaces), as vLLM's profile measures it. [B]"""
     runtime_bytes_multi_gpu: float
-    """Extra runtime memory per GPU when tensor parallelism is on (NCCL, custom all-reduce). [B]"""
+    """Extra non-torch memory per GPU for each other GPU of the layout (NCCL, custom all-reduce). [B]"""
     cuda_graph_bytes: float
-    """Captured CUDA graphs. [B]"""
+    """Captured CUDA graphs, counted in the budget (vLLM from v0.21; 0 for engines that capture them
+    outside it). [B]"""
     activation: Literal["vllm", "llama.cpp"]
     """Which activation-peak formula of ``memory`` applies."""
     batched_tokens: int
@@ -68,16 +71,17 @@ ENGINES: dict[str, EngineProfile] = {
             kv_rule="share_of_total",
             memory_fraction=0.9,
             block_size=16,
-            runtime_bytes=1.0 * GiB,
-            runtime_bytes_multi_gpu=1.8 * GiB,
+            runtime_bytes=0.2 * GiB,
+            runtime_bytes_multi_gpu=0.79 * GiB,
             cuda_graph_bytes=0.3 * GiB,
             activation="vllm",
             batched_tokens=8192,
             max_sequences=256,
             source=(
                 "vllm-project/vllm docs: gpu_memory_utilization default 0.9, block_size 16",
-                "vllm-project/vllm PR #10511: H100 non-torch 1.79 GiB TP1, 3.58 GiB TP2; activation 1.26 GiB",
-                "vllm-project/vllm issue #14452: RTX 5090 non-torch 0.33 GiB (default 1.0 GiB is between)",
+                "data/calibration/engine-memory-logs.csv: non-torch 0.11-0.35 GiB on one GPU (vllm#12126, "
+                "#10517, #13061, kvcached#448), 5.68 GiB per rank at TP8 on H200 (vllm#10702): 0.79 GiB per peer",
+                "vllm-project/vllm v0.21: CUDA graph memory profiled into the budget by default",
                 "vllm-project/vllm PR #11349: CUDA graphs 0.17-0.36 GiB typical",
             ),
         ),
@@ -87,7 +91,7 @@ ENGINES: dict[str, EngineProfile] = {
             memory_fraction=0.88,
             block_size=1,
             runtime_bytes=1.0 * GiB,
-            runtime_bytes_multi_gpu=1.8 * GiB,
+            runtime_bytes_multi_gpu=0.79 * GiB,
             cuda_graph_bytes=0.5 * GiB,
             activation="vllm",
             batched_tokens=8192,
@@ -103,7 +107,7 @@ ENGINES: dict[str, EngineProfile] = {
             memory_fraction=0.9,
             block_size=32,
             runtime_bytes=1.0 * GiB,
-            runtime_bytes_multi_gpu=1.8 * GiB,
+            runtime_bytes_multi_gpu=0.79 * GiB,
             cuda_graph_bytes=0.3 * GiB,
             activation="vllm",
             batched_tokens=8192,
@@ -224,3 +228,30 @@ def device_capacity(capacity: Any, unified_memory: bool, profile: EngineProfile)
     """
     share = profile.unified_memory_fraction if unified_memory else 1.0
     return scalar_or_array(number(capacity) * share)
+
+
+def non_torch_bytes(single_gpu: Any, per_peer: Any, gpus: Any) -> Any:
+    r"""Non-torch memory per GPU: the single-GPU part plus a share for every other GPU of the layout.
+
+    Parameters
+    ----------
+    single_gpu : array_like
+        ``EngineProfile.runtime_bytes``. [B]
+    per_peer : array_like
+        ``EngineProfile.runtime_bytes_multi_gpu``. [B]
+    gpus : array_like
+        GPUs of the layout. [-]
+
+    Returns
+    -------
+    numeric
+        :math:`R_1 + R_p \min(n - 1, 7)`: NCCL and custom all-reduce buffers grow with the peers of
+        an 8-GPU node (larger layouts are counted as one node's peers). vLLM logs 0.11-0.35 GiB at one
+        or two GPUs and 5.68 GiB per rank at TP8 on H200 (vllm-project/vllm issue #10702). [B]
+
+    Examples
+    --------
+    >>> non_torch_bytes(0.2, 0.79, 8)
+    5.73
+    """
+    return scalar_or_array(number(single_gpu) + number(per_peer) * minimum(maximum(number(gpus) - 1, 0), 7))

@@ -375,7 +375,7 @@ def memory_numbers(
         num_layers=f.num_layers, num_experts=f.num_experts, tp=tp, pp=pp, ep=ep,
     )
     activation = _by_name(e.activation, lambda kind: _ACTIVATION[kind](f, e, tp))
-    runtime = e.runtime_bytes + e.cuda_graph_bytes + e.runtime_bytes_multi_gpu * (count > 1)
+    runtime = engines.non_torch_bytes(e.runtime_bytes, e.runtime_bytes_multi_gpu, count) + e.cuda_graph_bytes
     pool = _by_name(e.kv_rule, lambda rule: engines.kv_pool_bytes(
         capacity_bytes, weight_bytes, activation + runtime, rule=rule, fraction=e.memory_fraction
     ))

@@ -191,6 +191,80 @@ def shard_bytes(total: Any, replicated: Any, tensor_parallel: Any) -> Any:
     return scalar_or_array((number(total) - replicated) / number(tensor_parallel) + replicated)
 
 
+def vllm_forward_activation_bytes(
+    batched_tokens: Any, hidden: Any, ffn_width: Any, bytes_per_element: Any, tensor_parallel: Any = 1
+) -> Any:
+    r"""Torch peak above the weights of vLLM's profiling forward pass (``profile_run``'s dummy run).
+
+    Parameters
+    ----------
+    batched_tokens : array_like
+        Tokens of the profile batch: ``max_num_batched_tokens``, which is ``max_model_len`` when
+        chunked prefill is off. [token]
+    hidden, ffn_width : array_like
+        Model width and the widest FFN intermediate a token produces (``k * d_expert`` plus shared
+        for MoE). [-]
+    bytes_per_element : array_like
+        Activation dtype size. [B]
+    tensor_parallel : array_like, optional
+        The FFN intermediate is split across ranks. [-]
+
+    Returns
+    -------
+    numeric
+        :math:`T (3 d_{ff}/t + 3 d) b_a`: the gate/up output and its activation (the MLP's peak)
+        beside three residual-width buffers. [B]
+
+    Notes
+    -----
+    vllm-project/vllm ``vllm/v1/worker/gpu_model_runner.py`` ``profile_run`` runs the model once on
+    ``max_num_batched_tokens`` tokens. Llama-3.1-8B (bf16) logs 2.07 GiB at 20,000 tokens and 2.99 GiB
+    at 29,000 (vllm-project/vllm issue #10517): 107 KiB per token; this formula gives 108 KiB.
+
+    Examples
+    --------
+    >>> round(vllm_forward_activation_bytes(20000, 4096, 14336, 2.0) / 2**30, 2)
+    2.06
+    """
+    per_token = 3 * (number(ffn_width) / number(tensor_parallel)) + 3 * number(hidden)
+    return scalar_or_array(number(batched_tokens) * per_token * number(bytes_per_element))
+
+
+def vllm_sampler_bytes(batched_tokens: Any, max_sequences: Any, vocab: Any) -> Any:
+    r"""vLLM's dummy sampler buffers: FP32 logits of every request a step may sample, and their copies.
+
+    Parameters
+    ----------
+    batched_tokens : array_like
+        ``max_num_batched_tokens``. [token]
+    max_sequences : array_like
+        ``max_num_seqs``. [-]
+    vocab : array_like
+        Vocabulary size. [-]
+
+    Returns
+    -------
+    numeric
+        :math:`16 \min(B_{max}, T) V`: four float32 ``[requests, vocab]`` arrays alive at the
+        sampler's peak (logits, probabilities, and the sort of top-k/top-p). [B]
+
+    Notes
+    -----
+    vllm-project/vllm ``vllm/v1/worker/gpu_worker.py`` warms the sampler up with
+    ``min(max_num_seqs, max_num_batched_tokens)`` requests (``gpu_model_runner.py``
+    ``_dummy_sampler_run``). The four copies are calibrated on kvcached#448: Qwen2.5-0.5B on an A100
+    (256 sequences, 2048 tokens, vocabulary 151,936) logs a 0.59 GiB torch peak; this gives 0.58 GiB
+    of sampler plus 0.07 GiB of forward pass.
+
+    Examples
+    --------
+    >>> round(vllm_sampler_bytes(2048, 256, 151936) / 2**30, 2)
+    0.58
+    """
+    requests = minimum(number(max_sequences), number(batched_tokens))
+    return scalar_or_array(16.0 * requests * number(vocab))
+
+
 def vllm_activation_bytes(
     batched_tokens: Any,
     hidden: Any,
@@ -200,17 +274,16 @@ def vllm_activation_bytes(
     bytes_per_element: Any,
     tensor_parallel: Any = 1,
 ) -> Any:
-    r"""Peak activation memory of vLLM's profiling forward pass.
+    r"""Activation peak of vLLM's profile run: the forward pass and the dummy sampler.
 
     Parameters
     ----------
     batched_tokens : array_like
         ``max_num_batched_tokens`` of the profile run. [token]
     hidden, ffn_width, vocab : array_like
-        Model width, widest FFN intermediate a token produces (``k * d_expert`` plus shared for MoE),
-        vocabulary. [-]
+        Model width, widest FFN intermediate a token produces, vocabulary. [-]
     max_sequences : array_like
-        ``max_num_seqs``: sequences whose logits are sampled in the profile run. [-]
+        ``max_num_seqs``. [-]
     bytes_per_element : array_like
         Activation dtype size. [B]
     tensor_parallel : array_like, optional
@@ -219,17 +292,11 @@ def vllm_activation_bytes(
     Returns
     -------
     numeric
-        :math:`T (3 d_{ff}/t + 4 d) b_a + 8\,B_{max} V`: the gate/up output and its activation, a
-        few residual-width buffers, and FP32 logits with their sampling copy. [B]
-
-    Notes
-    -----
-    Checked against vLLM's profile log for Llama-3-8B on H100 at 8192 batched tokens: 1.26 GiB
-    measured (vllm-project/vllm PR #10511), 1.15 GiB from this formula.
+        ``vllm_forward_activation_bytes + vllm_sampler_bytes``, the "torch peak increase" of vLLM's
+        ``determine_available_memory`` (vllm-project/vllm ``vllm/v1/worker/gpu_worker.py``). [B]
     """
-    per_token = (3 * (number(ffn_width) / number(tensor_parallel)) + 4 * number(hidden)) * number(bytes_per_element)
-    logits = 8.0 * (number(max_sequences) * number(vocab))
-    return scalar_or_array(number(batched_tokens) * per_token + logits)
+    forward = vllm_forward_activation_bytes(batched_tokens, hidden, ffn_width, bytes_per_element, tensor_parallel)
+    return scalar_or_array(number(forward) + number(vllm_sampler_bytes(batched_tokens, max_sequences, vocab)))
 
 
 def llama_cpp_compute_buffer_bytes(ubatch: Any, hidden: Any, ffn_width: Any, vocab: Any) -> Any:

@@ -185,7 +185,8 @@ class _Sweep:
 def _memory_screen(s: _Sweep, device: catalog.GPU, count: int, weights: str | None) -> str:
     """Why the weights and the engine's fixed memory exceed the budget, or ``""``."""
     profile = s.profile
-    fixed = profile.runtime_bytes + profile.cuda_graph_bytes + profile.runtime_bytes_multi_gpu * (count > 1)
+    fixed = engines.non_torch_bytes(profile.runtime_bytes, profile.runtime_bytes_multi_gpu, count)
+    fixed = fixed + profile.cuda_graph_bytes
     budget = device.capacity * profile.memory_fraction
     if s.sizes[weights] / count + fixed > budget:
         return (f"does not fit: weights need {s.sizes[weights] / count / 1e9:.0f} GB per GPU and the "

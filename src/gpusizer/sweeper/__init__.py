@@ -138,9 +138,9 @@ def sweep(
     >>> s = sweep(["llama-3.1-8b"], ["h100-sxm", "rtx-4090"], weights=["bf16", "fp8"], context=[4096, 32768],
     ...           concurrency=[1, 8, 64])
     >>> len(s), int(s["fits"].sum())
-    (24, 14)
+    (24, 16)
     >>> s.filter(gpu="rtx-4090", weights="fp8", context=4096)["max_concurrency"]
-    array([18, 18, 18])
+    array([21, 21, 21])
     >>> split = sweep(["llama-3.1-70b"], ["h100-sxm"], gpu_count=8, layout=["tp8", "tp4xpp2", "pp8"])
     >>> split["parallel_layout"].tolist(), split.shape[3]
     (['tp8', 'tp4xpp2', 'pp8'], 3)

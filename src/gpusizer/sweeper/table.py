@@ -168,7 +168,7 @@ class Sweep:
         ...           weights=["bf16", "fp8"], prices={"h100": 2.0, "rtx-4090": 0.5})
         >>> cheapest = s.filter(fits=True).best(by=["usd_per_hour", "total_bytes"], per="model")
         >>> [(m, int(n), g, w) for m, n, g, w in zip(*(cheapest[c] for c in ("model", "gpu_count", "gpu", "weights")))]
-        [('llama-3.1-8b', 1, 'rtx-4090', 'fp8'), ('qwen3-32b', 1, 'h100-sxm', 'fp8')]
+        [('llama-3.1-8b', 1, 'rtx-4090', 'fp8'), ('qwen3-32b', 2, 'rtx-4090', 'fp8')]
         """
         if len(self) == 0:
             return self
