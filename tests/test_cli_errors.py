@@ -259,3 +259,20 @@ def test_readers_cap_their_input():
         readers.read_csv("/dev/zero")
     with pytest.raises(ValueError, match=r"model=, gpu="):
         readers.read(BENCH / "vllm_c1.json")
+
+
+def test_fit_json_names_the_engine_terms_of_its_startup_log(capsys):
+    assert main(["fit", "llama-3.1-8b", "h100", "--gpus", "4", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    m, terms = data["memory"], data["engine_memory"]
+    assert terms["engine"] == "vllm" and terms["memory_fraction"] == 0.9
+    # vLLM V1: requested = utilization x total; KV = requested - weights - activation peak - non-torch - graphs
+    assert terms["requested_memory_bytes"] == m["budget_bytes"] == pytest.approx(0.9 * m["capacity_bytes"], abs=1)
+    assert terms["non_torch_memory_bytes"] + terms["cuda_graph_bytes"] == pytest.approx(m["runtime_bytes"], abs=1)
+    assert terms["kv_cache_memory_bytes"] == pytest.approx(
+        terms["requested_memory_bytes"] - terms["model_weights_bytes"] - terms["activation_peak_bytes"]
+        - terms["non_torch_memory_bytes"] - terms["cuda_graph_bytes"], abs=4)
+    assert terms["max_concurrency"] == pytest.approx(data["kv_pool_tokens"] / data["context"], abs=0.005)
+    assert main(["fit", "llama-3.1-8b", "h100", "--engine", "llama.cpp", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["engine_memory"]["kv_cache_buffer_bytes"] == data["memory"]["kv_cache_bytes"]

@@ -107,12 +107,57 @@ def _bytes(value: float) -> int:
 
 
 def fit_json(result: Estimate) -> dict[str, Any]:
-    """The ``--json`` contract of ``gpusizer fit``: per GPU, sizes as integers in bytes."""
+    """The ``--json`` contract of ``gpusizer fit``: per GPU, sizes as integers in bytes, and the engine's
+    own accounting under its own names (``engine_memory``)."""
     data = result.to_dict()
     data["memory"] = {key: _bytes(value) for key, value in data["memory"].items()}
     for key in ("kv_pool_bytes", "kv_pool_deficit_bytes"):
         data[key] = _bytes(data[key])
+    data["engine_memory"] = engine_memory(result)
     return data
+
+
+#: How each engine names the terms of its startup memory accounting: (its name, ``Estimate`` number) in
+#: the order its log prints them (docs/memory.md, "Against engine startup logs").
+_ENGINE_TERMS: dict[str, tuple[tuple[str, str], ...]] = {
+    "vllm": (  # vllm/v1/worker/gpu_worker.py determine_available_memory, and the V1 startup log
+        ("total_gpu_memory_bytes", "capacity"), ("requested_memory_bytes", "budget"),
+        ("model_weights_bytes", "weights"), ("activation_peak_bytes", "activation"),
+        ("non_torch_memory_bytes", "non_torch"), ("cuda_graph_bytes", "cuda_graph"),
+        ("kv_cache_memory_bytes", "pool"), ("kv_cache_tokens", "pool_tokens"),
+    ),
+    "sglang": (  # sglang model_runner.py profile_max_num_token and its "KV Cache is allocated" line
+        ("total_gpu_memory_bytes", "capacity"), ("weights_bytes", "weights"), ("cuda_graph_bytes", "cuda_graph"),
+        ("kv_cache_memory_bytes", "pool"), ("max_total_num_tokens", "pool_tokens"),
+    ),
+    "trtllm": (  # the "Allocated ... for max tokens in paged KV cache" line
+        ("total_gpu_memory_bytes", "capacity"), ("weights_bytes", "weights"), ("activation_bytes", "activation"),
+        ("kv_cache_memory_bytes", "pool"), ("max_tokens_in_paged_kv_cache", "pool_tokens"),
+    ),
+    "llama.cpp": (  # llama_model_load "model buffer size", llama_kv_cache "size", "compute buffer size"
+        ("model_buffer_bytes", "weights"), ("kv_cache_buffer_bytes", "kv_cache"),
+        ("compute_buffer_bytes", "activation"),
+    ),
+}
+
+
+def engine_memory(result: Estimate, profile: engines.EngineProfile | None = None) -> dict[str, Any]:
+    """``result``'s memory per GPU under the names its engine's startup log uses (``_ENGINE_TERMS``), so that
+    a prediction can be compared line by line with a log; sizes in bytes, the memory fraction as a share.
+    ``profile``: the engine profile ``result`` was estimated with (default: its engine's)."""
+    m = result.memory
+    profile = engines.engine(result.engine) if profile is None else profile
+    numbers = {
+        "capacity": m.capacity_bytes, "budget": m.budget_bytes, "weights": m.weights_bytes,
+        "activation": m.activation_bytes, "cuda_graph": profile.cuda_graph_bytes,
+        "non_torch": engines.non_torch_bytes(profile.runtime_bytes, profile.runtime_bytes_multi_gpu, result.gpus),
+        "pool": result.kv_pool_bytes,
+        "pool_tokens": result.kv_pool_tokens, "kv_cache": m.kv_cache_bytes,
+    }
+    terms: dict[str, Any] = {name: _bytes(numbers[key]) for name, key in _ENGINE_TERMS.get(profile.name, ())}
+    if profile.name == "vllm":  # "Maximum concurrency for N tokens per request: X x": pool tokens over N
+        terms["max_concurrency"] = round(result.kv_pool_tokens / result.context, 2)
+    return {"engine": profile.name, "memory_fraction": profile.memory_fraction, **terms}
 
 
 def _plural(n: int, noun: str) -> str:
