@@ -52,3 +52,24 @@ def test_collectives_broadcast_like_the_scalars():
     expected = [[step.collective_seconds(a, 1e-5, 0, 0.0, h, 2e-5) for h in hops] for a in allreduces.ravel()]
     assert_allclose(out, expected)
     assert step.pipeline_hops(1) == 0
+
+
+fractions = st.floats(0.01, 1.0)
+
+
+@given(mu=fractions, ratio=fractions)
+def test_expert_compute_efficiency_is_a_share_of_the_dense_one(mu, ratio):
+    """mu_exp = min(1, r mu): never above the dense GEMMs' efficiency for r <= 1, and within (0, 1]."""
+    value = step.expert_compute_efficiency(mu, ratio)
+    assert 0 < value <= mu * (1 + 1e-12) and value <= 1
+
+
+@given(mu=fractions, low=fractions, high=fractions)
+def test_expert_compute_efficiency_grows_with_the_ratio(mu, low, high):
+    low, high = sorted((low, high))
+    assert step.expert_compute_efficiency(mu, low) <= step.expert_compute_efficiency(mu, high)
+
+
+def test_expert_compute_efficiency_of_one_is_the_dense_efficiency_and_broadcasts():
+    assert_allclose(step.expert_compute_efficiency(np.array([0.3, 0.6]), 1.0), [0.3, 0.6])
+    assert_allclose(step.expert_compute_efficiency(0.9, np.array([0.5, 2.0])), [0.45, 1.0])

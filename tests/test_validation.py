@@ -68,9 +68,11 @@ def test_serving_medians_are_finite_and_below_the_measured_baseline():
     # output_tok_s_aggregate 13.2 %; matched load TTFT 78.0 %, TPOT 73.4 %.
     # With the B200/MI300X caps from their Server runs' Little's-law occupancy (issue 15 follow-up): offline
     # 13.1 %, server 11.5 %, ttft 77.7 %, tpot 76.3 %, aggregate 13.2 %; matched load TTFT 77.4 %, TPOT 72.6 %.
-    # Ceilings slightly above.
-    ceilings = {"offline_tok_s": 15, "server_tok_s": 14, "ttft_ms_median": 85, "tpot_ms_median": 82,
-                "output_tok_s_aggregate": 16, "ttft_ms_median, matched load": 80, "tpot_ms_median, matched load": 76}
+    # With the expert-GEMM efficiency (step.expert_compute_efficiency) and Mixtral m032/m036 in the fit (issue 15):
+    # offline 6.8 %, server 10.3 %, ttft 75.7 %, tpot 76.3 %, aggregate 13.1 %; matched load TTFT 76.8 %,
+    # TPOT 69.8 %. Ceilings slightly above.
+    ceilings = {"offline_tok_s": 8, "server_tok_s": 12, "ttft_ms_median": 77, "tpot_ms_median": 78,
+                "output_tok_s_aggregate": 14, "ttft_ms_median, matched load": 78, "tpot_ms_median, matched load": 72}
     stats = _serving().medians(_serving().rows()[0])
     assert set(stats) == set(ceilings)
     for metric, (n, median, _, coverage) in stats.items():
@@ -89,9 +91,9 @@ def test_leave_one_source_out_predicts_every_fitted_row_without_its_source():
 
 
 def test_held_out_band_coverage_at_least_the_measured_floor():
-    # Bands from leave-one-source-out residuals (tools/fit_efficiency.py): measured 57 % of held-out rows inside
-    # their p10-p90 band (50 % with leave-one-out bands), 98 % of fitted rows. Target 75-85 %; the misses are
-    # biased regimes (Mixtral on TensorRT-LLM, H100 PCIe/NVL TP2, llama.cpp batches > 5), not band width.
+    # Bands from leave-one-source-out residuals (tools/fit_efficiency.py): measured 82 % of held-out rows inside
+    # their p10-p90 band (57 % before the expert-GEMM efficiency of issue 15), 98 % of fitted rows. Target
+    # 75-85 %; the misses are biased regimes (H100 PCIe/NVL TP2, llama.cpp batches > 5), not band width.
     rows, _ = _validation().rows()
     held = [r.in_band for r in rows if r.case.use == "holdout"]
-    assert np.mean(held) >= 0.55
+    assert np.mean(held) >= 0.8

@@ -292,12 +292,13 @@ def step_seconds(
     eta = 1.0 if c is None else c.bandwidth
     eta_kv = 1.0 if c is None else c.kv_bandwidth
     mu_attention = 1.0 if c is None else c.compute
+    mu_expert = mu if c is None else formulas.expert_compute_efficiency(mu, c.expert_compute)
     overlap = 1.0 if c is None else c.overlap  # the ceiling overlaps arithmetic and traffic completely
     operators = [
         roofline.roofline_time(step.dense_flops, step.dense_bytes, s.dense_peak, s.bandwidth,
                                compute_efficiency=mu, bandwidth_efficiency=eta, overlap=overlap),
         roofline.roofline_time(step.expert_flops, step.expert_bytes, s.expert_peak, s.bandwidth,
-                               compute_efficiency=mu, bandwidth_efficiency=eta, overlap=overlap),
+                               compute_efficiency=mu_expert, bandwidth_efficiency=eta, overlap=overlap),
         roofline.roofline_time(step.attention_flops, step.kv_bytes, s.attention_peak, s.bandwidth,
                                compute_efficiency=mu_attention, bandwidth_efficiency=eta_kv, overlap=overlap),
     ]

@@ -17,6 +17,8 @@ References
    parallelism," arXiv:1909.08053, 2019.
 .. [3] D. Lepikhin et al., "GShard: Scaling giant models with conditional computation and automatic
    sharding," arXiv:2006.16668, 2020.
+.. [4] T. Gale et al., "MegaBlocks: Efficient sparse training with mixture-of-experts," arXiv:2211.15841,
+   2022.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpusizer import architecture, decode, memory, parallel, prefill, roofline
-from gpusizer.numeric import ceil, maximum, where
+from gpusizer.numeric import ceil, maximum, minimum, where
 
 __all__ = [
     "activation_bytes",
@@ -37,6 +39,7 @@ __all__ = [
     "collective_seconds",
     "dense_flops",
     "dense_weight_bytes",
+    "expert_compute_efficiency",
     "expert_flops",
     "expert_share",
     "expert_weight_bytes",
@@ -273,6 +276,46 @@ def expert_flops(assignments: Any, active_expert_params: Any, experts_per_token:
     .. [1] J. Kaplan et al., arXiv:2001.08361, 2020.
     """
     return 2.0 * assignments * (active_expert_params / experts_per_token)
+
+
+def expert_compute_efficiency(compute_efficiency: Any, expert_compute: Any) -> Any:
+    r"""Achieved fraction of the tensor peak in the routed experts' (grouped) GEMMs. [-]
+
+    Parameters
+    ----------
+    compute_efficiency : array_like
+        The dense GEMMs' efficiency of the phase (:math:`\mu` or :math:`\mu_{dec}`). [-]
+    expert_compute : array_like
+        The expert GEMMs' efficiency relative to the dense ones (``efficiency.Constants.expert_compute``),
+        in (0, 1]. [-]
+
+    Returns
+    -------
+    numeric
+        :math:`\mu_{exp}`, at most 1. [-]
+
+    Notes
+    -----
+    .. math:: \mu_{exp} = \min(1,\; r_{exp}\,\mu)
+
+    A routed expert layer runs one small GEMM per expert on the tokens routed to it (a grouped GEMM)
+    between a permutation that gathers each expert's tokens and an unpermutation that scatters and
+    weights them back [4]_. Each expert's token count is padded to the kernel's row tile, the experts
+    are unequally loaded and the gathers add traffic, so at the same shapes the grouped GEMM reaches a
+    lower share of the peak than one dense GEMM (MegaBlocks reports its block-sparse kernels within a
+    few percent of cuBLAS batched GEMMs only at equal expert loads [4]_). :math:`r_{exp}` is that ratio,
+    a fitted engine constant (it depends on the engine's MoE kernels). The factor applies to the
+    arithmetic time only: with few tokens per expert the expert GEMMs are bound by streaming their
+    weights and :math:`r_{exp}` does not matter (``roofline.roofline_time``).
+
+    Examples
+    --------
+    >>> round(float(expert_compute_efficiency(0.6, 0.5)), 3)
+    0.3
+    >>> float(expert_compute_efficiency(0.6, 1.0))
+    0.6
+    """
+    return minimum(1.0, compute_efficiency * expert_compute)
 
 
 def alltoall_bytes(

@@ -17,7 +17,8 @@ ANY = "*"
 
 #: Fitted fields of each kind of entry.
 FIELDS: dict[str, tuple[str, ...]] = {
-    "engine": ("layer_seconds", "step_seconds", "request_seconds", "moe_layer_seconds", "overlap"),
+    "engine": ("layer_seconds", "step_seconds", "request_seconds", "moe_layer_seconds", "overlap",
+               "expert_compute"),
     "group": ("bandwidth", "compute", "decode_compute"),
     "fabric": ("latency_seconds",),
 }
@@ -32,6 +33,7 @@ BOUNDS: dict[str, tuple[float, float, float]] = {
     "request_seconds": (10e-6, 50e-3, 1.0),
     "moe_layer_seconds": (1e-6, 2e-3, 1.0),
     "overlap": (0.02, 1.0, 1.0),
+    "expert_compute": (0.1, 1.0, 0.5),
     "latency_seconds": (2e-6, 500e-6, 0.7),
 }
 
@@ -120,6 +122,9 @@ class EngineEntry:
     overlap: float = 1.0
     """Share of the shorter of an operator's arithmetic and memory times hidden under the longer
     (``roofline.overlapped_seconds``): 1 is the roofline, 0 adds them. [-]"""
+    expert_compute: float = 1.0
+    """Routed-expert (grouped) GEMMs' compute efficiency over the dense GEMMs' (``step.expert_compute_efficiency``):
+    1 runs them as dense ones. [-]"""
     source: str = ""
     prior: dict[str, float] = field(default_factory=dict)
     fitted: tuple[str, ...] = ()
@@ -204,6 +209,7 @@ class Constants:
     request_seconds: float
     moe_layer_seconds: float
     overlap: float
+    expert_compute: float
     chunk_tokens: float
     integer_matmul: bool
     latency_seconds: float

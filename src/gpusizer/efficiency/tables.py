@@ -99,6 +99,7 @@ def resolve(table: Table, engine: str, gpu_class: str, family: str, fabric: str)
         request_seconds=e.request_seconds,
         moe_layer_seconds=e.moe_layer_seconds,
         overlap=e.overlap,
+        expert_compute=e.expert_compute,
         chunk_tokens=e.chunk_tokens,
         integer_matmul=e.integer_matmul,
         latency_seconds=f.latency_seconds,
