@@ -289,9 +289,9 @@ def padded_expert_share(
 
     An expert's gate-up and down projections (and their block scales) both hold
     :math:`\propto h \cdot d` bytes, so padding the hidden width :math:`h` and the intermediate width per
-    rank :math:`d/s` scales them by
+    rank :math:`d_s = \lceil d/s \rceil` scales them by
 
-    .. math:: \frac{\lceil h / m_h \rceil m_h}{h} \cdot \frac{\lceil (d/s) / m_d \rceil m_d}{d/s}
+    .. math:: \frac{\lceil h / m_h \rceil m_h}{h} \cdot \frac{\lceil d_s / m_d \rceil m_d}{d_s}
 
     (biases, under 0.1 % of gpt-oss's expert bytes, are left out).
 
@@ -326,7 +326,6 @@ def padded_expert_share(
     >>> padded_expert_share(4096, 1408, 1, 256, 128)
     1.0
     """
-    h, part = number(hidden), number(intermediate) / number(split)
-    part = maximum(part, 1.0)
+    h, part = number(hidden), -(-number(intermediate) // number(split))  # whole columns per rank
     return scalar_or_array(padded_width(h, hidden_multiple) / h
                            * padded_width(part, intermediate_multiple) / part)
