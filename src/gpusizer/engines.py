@@ -110,6 +110,8 @@ ENGINES: dict[str, EngineProfile] = {
             source=(
                 "sgl-project/sglang server_args: mem_fraction_static (about 0.88 on 80 GB GPUs), page_size 1",
                 "sgl-project/sglang issue #8538: CUDA graph memory",
+                "sgl-project/sglang@bafa16ec882f python/sglang/srt/layers/quantization/mxfp4.py create_weights: "
+                "MXFP4 experts padded (256) only on SM100 with FlashInfer; as stored otherwise",
             ),
         ),
         EngineProfile.model_construct(
