@@ -9,7 +9,9 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
+import gpusizer
 from gpusizer import engines, memory
+from gpusizer.units import GiB
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -30,7 +32,10 @@ REPRODUCED = {
     ("Llama-3.1-70B, 8 x H200 TP8", "kv_cache_memory"),  # vllm#10702: 110.52 GiB
     ("R1-Distill-Qwen-14B, 2 x RTX 4090 TP2", "kv_cache_tokens"),  # vllm#13061: 81,536 tokens
     ("Llama-3.1-70B W8A8, 1 GPU", "weights"),  # vllm#12569: 67.7229 GiB
-    ("gpt-oss-20b, A100 80GB, gmu 0.65", "kv_cache_memory"),  # myoceane.fr: 36.56 GiB
+    ("gpt-oss-120b, H100, vLLM 0.10.1", "weights"),  # vllm#23278: 65.9651 GiB (Marlin MXFP4 experts)
+    ("gpt-oss-120b, H100, vLLM 0.10.1", "starts"),  # vllm#23278: -2.14 GiB KV at gmu 0.9, no start
+    ("gpt-oss-120b, H100, vLLM 0.14.1", "weights"),  # vllm#33155: 64.38 GiB (Triton MXFP4 experts)
+    ("gpt-oss-20b, A100 80GB, gmu 0.65", "weights"),  # myoceane.fr: 13.72 GiB
     ("Qwen3-30B-A3B, 4 x A10 TP4", "weights"),  # vllm#17469: 14.2474 GiB
     ("DeepSeek-V2-Lite, vLLM 0.5", "weights"),  # vllm#4650: 29.3010 GiB
 }
@@ -64,3 +69,40 @@ def test_non_torch_grows_with_peers_up_to_a_node(gpus):
     value = engines.non_torch_bytes(0.2, 0.79, gpus)
     assert 0.2 <= value <= 0.2 + 7 * 0.79 + 1e-12
     assert engines.non_torch_bytes(0.2, 0.79, gpus + 1) >= value
+
+
+# --- MXFP4 experts as vLLM allocates them (engines.padded_expert_share) ------------------------------
+
+
+def test_gpt_oss_weights_as_vllm_logs_them():
+    # vllm#23278 (vLLM 0.10.1, H100, Marlin): "Model loading took 65.9651 GiB";
+    # vllm#33155 (vLLM 0.14.1, H100, Triton): "Model loading took 64.38 GiB";
+    # myoceane.fr (vLLM 0.19.0, A100, Marlin): "Model loading took 13.72 GiB"
+    for model, gpu, logged in (("gpt-oss-120b", "h100-sxm", 65.9651), ("gpt-oss-120b", "h100-sxm", 64.38),
+                               ("gpt-oss-20b", "a100-80gb-sxm", 13.72)):
+        weights = gpusizer.estimate(model, gpu, engine="vllm", context=8192).memory.weights_bytes / GiB
+        assert abs(weights / logged - 1) < 0.03, (model, weights, logged)
+
+
+def test_only_vllm_pads_and_only_mxfp4_experts():
+    llama_cpp = gpusizer.estimate("gpt-oss-120b", "h200-sxm", engine="llama.cpp").memory.weights_bytes
+    vllm = gpusizer.estimate("gpt-oss-120b", "h200-sxm", engine="vllm").memory.weights_bytes
+    assert vllm / llama_cpp > 1.08
+    dense = [gpusizer.estimate("llama-3.1-8b", "h100-sxm", engine=e).memory.weights_bytes for e in ("vllm", "sglang")]
+    assert dense[0] == dense[1]
+
+
+@given(st.integers(1, 100000), st.integers(1, 1024))
+def test_padded_width_is_the_next_multiple(width, multiple):
+    padded = engines.padded_width(width, multiple)
+    assert padded % multiple == 0 and width <= padded < width + multiple
+    assert engines.padded_width(padded, multiple) == padded
+
+
+@given(st.integers(64, 16384), st.integers(64, 16384), st.sampled_from([1, 2, 4, 8]),
+       st.sampled_from([1, 64, 128, 256]), st.sampled_from([1, 64, 128, 256]))
+def test_padded_expert_share_is_at_least_one_and_one_without_padding(hidden, inter, split, mh, mi):
+    share = engines.padded_expert_share(hidden, inter, split, mh, mi)
+    assert share >= 1.0
+    assert engines.padded_expert_share(hidden, inter, split, 1, 1) == 1.0
+    assert engines.padded_expert_share(hidden * mh, inter * mi * split, split, mh, mi) == 1.0

@@ -47,8 +47,11 @@ def test_defaults_follow_the_checkpoint():
     assert estimate("deepseek-v3", "h200", gpus=8).weights == "fp8"
     oss = estimate("gpt-oss-120b", "h100")
     assert (oss.weights, oss.expert_weights, oss.kv_cache) == ("bf16", "mxfp4", "bf16")
-    # gpt-oss-120b model card: 60.8 GiB checkpoint; MXFP4 experts + BF16 rest
-    assert oss.memory.weights_bytes / GiB == pytest.approx(60.8, rel=0.03)
+    # gpt-oss-120b model card: 60.8 GiB checkpoint; MXFP4 experts + BF16 rest. SGLang on Hopper allocates
+    # the experts as stored; vLLM pads them (engines.padded_expert_share, tests/test_engine_logs.py)
+    stored = estimate("gpt-oss-120b", "h100", engine="sglang").memory.weights_bytes
+    assert stored / GiB == pytest.approx(60.8, rel=0.03)
+    assert oss.memory.weights_bytes > stored
 
 
 def test_system_target_means_its_gpus():
@@ -105,12 +108,12 @@ def test_memory_monotone_and_fit_inherited_by_smaller_concurrency(name, context,
 @given(st.sampled_from(MODELS), st.sampled_from([1, 2, 4, 8]))
 def test_tensor_parallel_conserves_weight_bytes(name, tp):
     record = gpusizer.model(name)
-    e = estimate(record, "h100", gpus=tp)
+    e = estimate(record, "h100", gpus=tp, engine="sglang")  # vLLM pads MXFP4 experts (engines.padded_expert_share)
     replicated = architecture.replicated_params(record) * 2
     total = precision.stored_weight_bytes(architecture.parameter_counts(record), record.weights,
                                           record.expert_weights, record.activation_dtype)
     assert (e.memory.weights_bytes - replicated) * tp == pytest.approx(total - replicated)
-    assert e.memory.weights_bytes <= estimate(record, "h100", gpus=1).memory.weights_bytes
+    assert e.memory.weights_bytes <= estimate(record, "h100", gpus=1, engine="sglang").memory.weights_bytes
 
 
 def test_quantising_weights_never_increases_memory():

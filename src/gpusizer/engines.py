@@ -30,6 +30,7 @@ from gpusizer.units import GiB
 
 __all__ = [
     "ENGINES", "KV_POOL_RULES", "EngineProfile", "device_capacity", "engine", "kv_pool_bytes", "non_torch_bytes",
+    "padded_expert_share", "padded_width",
 ]
 
 
@@ -58,6 +59,12 @@ class EngineProfile(Record):
     """Sequences sampled in one step (``max_num_seqs``). [-]"""
     unified_memory_fraction: float = 1.0
     """Share of unified (CPU-shared) memory the GPU may wire by default. [-]"""
+    mxfp4_hidden_multiple: int = 1
+    """Multiple the engine rounds an MXFP4 routed expert's hidden width up to when it allocates it
+    (``padded_expert_share``); 1: stored as the checkpoint stores it. [-]"""
+    mxfp4_intermediate_multiple: int = 1
+    """Multiple the engine rounds an MXFP4 routed expert's intermediate width per tensor-parallel rank up
+    to. [-]"""
     source: tuple[str, ...]
 
 
@@ -77,8 +84,12 @@ ENGINES: dict[str, EngineProfile] = {
             activation="vllm",
             batched_tokens=8192,
             max_sequences=256,
+            mxfp4_hidden_multiple=256,
+            mxfp4_intermediate_multiple=128,
             source=(
                 "vllm-project/vllm docs: gpu_memory_utilization default 0.9, block_size 16",
+                "vllm-project/vllm@007d50058a06 vllm/model_executor/layers/quantization/mxfp4.py "
+                "Mxfp4MoEMethod.create_weights: Marlin pads hidden to 256, intermediate per rank to 128",
                 "data/calibration/engine-memory-logs.csv: non-torch 0.11-0.35 GiB on one GPU (vllm#12126, "
                 "#10517, #13061, kvcached#448), 5.68 GiB per rank at TP8 on H200 (vllm#10702): 0.79 GiB per peer",
                 "vllm-project/vllm v0.21: CUDA graph memory profiled into the budget by default",
@@ -99,6 +110,8 @@ ENGINES: dict[str, EngineProfile] = {
             source=(
                 "sgl-project/sglang server_args: mem_fraction_static (about 0.88 on 80 GB GPUs), page_size 1",
                 "sgl-project/sglang issue #8538: CUDA graph memory",
+                "sgl-project/sglang@bafa16ec882f python/sglang/srt/layers/quantization/mxfp4.py create_weights: "
+                "MXFP4 experts padded (256) only on SM100 with FlashInfer; as stored otherwise",
             ),
         ),
         EngineProfile.model_construct(
@@ -255,3 +268,66 @@ def non_torch_bytes(single_gpu: Any, per_peer: Any, gpus: Any) -> Any:
     5.73
     """
     return scalar_or_array(number(single_gpu) + number(per_peer) * minimum(maximum(number(gpus) - 1, 0), 7))
+
+
+def padded_width(width: Any, multiple: Any) -> Any:
+    r"""``width`` rounded up to a whole number of ``multiple`` (vLLM's ``round_up``). [-]
+
+    :math:`\lceil w / m \rceil m`.
+
+    Examples
+    --------
+    >>> padded_width(2880, 256), padded_width(2880, 128), padded_width(2880, 1)
+    (3072, 2944, 2880)
+    """
+    return scalar_or_array(-(-number(width) // number(multiple)) * number(multiple))
+
+
+def padded_expert_share(
+    hidden: Any, intermediate: Any, split: Any, hidden_multiple: Any, intermediate_multiple: Any
+) -> Any:
+    r"""How much larger an engine allocates a routed expert than the checkpoint stores it, when it pads
+    the expert's widths for its kernels. [-]
+
+    An expert's gate-up and down projections (and their block scales) both hold
+    :math:`\propto h \cdot d` bytes, so padding the hidden width :math:`h` and the intermediate width per
+    rank :math:`d_s = \lceil d/s \rceil` scales them by
+
+    .. math:: \frac{\lceil h / m_h \rceil m_h}{h} \cdot \frac{\lceil d_s / m_d \rceil m_d}{d_s}
+
+    (biases, under 0.1 % of gpt-oss's expert bytes, are left out).
+
+    Parameters
+    ----------
+    hidden : array_like
+        Model hidden width :math:`h`. [-]
+    intermediate : array_like
+        An expert's intermediate width :math:`d`. [-]
+    split : array_like
+        Ranks the intermediate width is split over (tensor parallelism; 1 under expert parallelism). [-]
+    hidden_multiple, intermediate_multiple : array_like
+        The engine's multiples :math:`m_h` and :math:`m_d` (``EngineProfile.mxfp4_hidden_multiple``). [-]
+
+    Returns
+    -------
+    array_like
+        The factor, at least 1. [-]
+
+    References
+    ----------
+    vllm-project/vllm, commit 007d50058a06, ``vllm/model_executor/layers/quantization/mxfp4.py``,
+    ``Mxfp4MoEMethod.create_weights``: the MXFP4 expert tensors are allocated at
+    ``round_up(hidden_size, m_h)`` and ``round_up(intermediate_size_per_partition, m_d)``; Marlin
+    (Ampere, and Hopper in vLLM 0.10) 256 and 128, FlashInfer TRT-LLM-gen (Blackwell) 256 and 256,
+    FlashInfer CUTLASS 128 and 128, Triton 1 and 64.
+
+    Examples
+    --------
+    >>> round(padded_expert_share(2880, 2880, 1, 256, 128), 4)  # gpt-oss on vLLM's Marlin backend
+    1.0904
+    >>> padded_expert_share(4096, 1408, 1, 256, 128)
+    1.0
+    """
+    h, part = number(hidden), -(-number(intermediate) // number(split))  # whole columns per rank
+    return scalar_or_array(padded_width(h, hidden_multiple) / h
+                           * padded_width(part, intermediate_multiple) / part)

@@ -17,7 +17,7 @@ import numpy as np
 
 from gpusizer import catalog, checks, efficiency, engines, memory, parallel, performance, unpack
 from gpusizer.checks import cache_by_identity, instance, integer_array, plain, scalar_or_array
-from gpusizer.numeric import maximum, number
+from gpusizer.numeric import maximum, number, where
 from gpusizer.presentation import Presented
 
 if TYPE_CHECKING:  # for the annotation only: estimate applies a calibration through efficiency.calibrated_table
@@ -370,8 +370,13 @@ def memory_numbers(
     sequences of its data-parallel group; the pool and concurrency limits count every group.
     """
     tp, pp, ep, groups = (count, 1, 1, 1) if plan is None else (plan.tp, plan.pp, plan.ep, plan.dp * plan.attention_dp)
+    padding = engines.padded_expert_share(
+        f.hidden, maximum(f.expert_width, 1), where(ep > 1, 1, tp), e.mxfp4_hidden_multiple,
+        e.mxfp4_intermediate_multiple,
+    )
+    expert_bytes = f.expert_bytes * where(f.mxfp4_experts, padding, 1.0)  # as the engine allocates them
     weight_bytes = parallel.weights_per_gpu(
-        f.layer_bytes, f.replicated_bytes, f.expert_bytes, f.embedding_bytes, f.head_bytes,
+        f.layer_bytes, f.replicated_bytes, expert_bytes, f.embedding_bytes, f.head_bytes,
         num_layers=f.num_layers, num_experts=f.num_experts, tp=tp, pp=pp, ep=ep,
     )
     activation = _by_name(e.activation, lambda kind: _ACTIVATION[kind](f, e, tp))

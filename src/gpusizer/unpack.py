@@ -96,6 +96,10 @@ class ModelNumbers:
     """Longest context the model takes. [token]"""
     weights: precisions.Precision
     experts: precisions.Precision
+    expert_width: int = 0
+    """Intermediate width of one routed expert (0 without routed experts). [-]"""
+    mxfp4_experts: bool = False
+    """Whether the routed experts are stored in MXFP4 (which engines may pad: ``engines.padded_expert_share``)."""
 
 @cache  # records are frozen and hashable
 def model_numbers(record: catalog.Model, weights: str, expert_weights: str | None, kv_cache: str) -> ModelNumbers:
@@ -154,6 +158,8 @@ def model_numbers(record: catalog.Model, weights: str, expert_weights: str | Non
         limit=record.max_context or 2**24,
         weights=w,
         experts=e,
+        expert_width=record.moe.expert_intermediate_size if record.moe else 0,
+        mxfp4_experts=e.name == "mxfp4" and record.moe is not None,
     )
 
 
