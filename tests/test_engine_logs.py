@@ -38,11 +38,19 @@ REPRODUCED = {
     ("gpt-oss-20b, A100 80GB, gmu 0.65", "weights"),  # myoceane.fr: 13.72 GiB
     ("Qwen3-30B-A3B, 4 x A10 TP4", "weights"),  # vllm#17469: 14.2474 GiB
     ("DeepSeek-V2-Lite, vLLM 0.5", "weights"),  # vllm#4650: 29.3010 GiB
+    # SGLang: pool = f x (free before loading) - weights, sgl-project/sglang@226149ac457b
+    # python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py profile_max_num_token
+    ("Qwen3-235B-A22B-FP8, 4 x H100 TP4", "kv_cache_tokens"),  # vllm#21348: 367,404 tokens at 0.93
+    ("Qwen3-235B-A22B-FP8, 4 x H100 TP4", "kv_cache_memory"),  # vllm#21348: K + V 16.46 GiB per GPU
+    ("Qwen3-235B-A22B-FP8, 4 x H100 TP4", "starts"),  # vllm#21348: started
+    ("Qwen3-14B, 48 GB-class card", "weights"),  # xorbitsai/inference#3481: 27.57 GiB
+    ("Qwen3-0.6B, H100, fraction 0.83", "kv_cache_tokens"),  # sglang#39713: 556,202 tokens
+    ("Qwen3-0.6B, H100, fraction 0.83", "starts"),  # sglang#39713: started
 }
 
 
 def test_reproduced_logs_stay_within_target():
-    rows = {(r.case.name, r.figure): r for r in _tool().rows() if r.case.engine == "vllm"}
+    rows = {(r.case.name, r.figure): r for r in _tool().rows() if r.case.engine in ("vllm", "sglang")}
     for key in REPRODUCED:
         assert rows[key].on_target, (key, rows[key].published, rows[key].predicted)
 

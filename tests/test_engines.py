@@ -47,3 +47,14 @@ def test_profiles_built_without_validation_pass_it_unchanged(name):
     again = engines.EngineProfile.model_validate(profile.model_dump())
     assert again == profile
     assert {k: type(v) for k, v in dict(again).items()} == {k: type(v) for k, v in dict(profile).items()}
+
+
+def test_static_share_takes_the_fraction_of_the_memory_free_before_loading():
+    # sgl-project/sglang@226149ac457b model_runner_kv_cache_mixin.py profile_max_num_token:
+    # rest = free_after_load - free_before_load x (1 - f); free_before_load = 80 - 2 GB non-torch
+    pool = engines.kv_pool_bytes(80 * GB, 16 * GB, 3 * GB, rule="static_share", fraction=0.9, non_torch=2 * GB)
+    assert pool == pytest.approx((0.9 * 78 - 16) * GB)
+    assert engines.static_share_pool_bytes(80 * GB, 16 * GB, 3 * GB, 0.9, 2 * GB) == pytest.approx(pool)
+    # 10 GB of activations and graphs against a 7.8 GB slack: 2.2 GB come out of the pool
+    spilled = engines.static_share_pool_bytes(80 * GB, 16 * GB, 12 * GB, 0.9, 2 * GB)
+    assert spilled == pytest.approx((0.9 * 78 - 16 - 2.2) * GB)

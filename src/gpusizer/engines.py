@@ -7,8 +7,9 @@ KV pool is a function chosen from ``KV_POOL_RULES`` by name (no if/elif on engin
 * ``vllm``: ``gpu_memory_utilization`` (0.9) of the GPU holds everything vLLM owns: weights, the
   activation peak of a profiling pass, non-torch memory (CUDA context, NCCL, cuBLAS) and CUDA
   graphs; what is left is the KV pool, in 16-token blocks.
-* ``sglang``: ``mem_fraction_static`` (0.88 here) holds weights and the KV pool; activations and
-  runtime live in the rest.
+* ``sglang``: ``mem_fraction_static`` (0.88 here) of the memory free before the weights load (the
+  device less its non-torch memory) holds weights and the KV pool; activations and graphs live in the
+  rest.
 * ``trtllm``: the KV pool is ``kv_cache_free_gpu_memory_fraction`` (0.9) of the memory still free
   after weights, activations and runtime.
 * ``llama.cpp``: no fraction: the KV cache of ``context x parallel slots`` plus a compute buffer
@@ -30,7 +31,7 @@ from gpusizer.units import GiB
 
 __all__ = [
     "ENGINES", "KV_POOL_RULES", "EngineProfile", "device_capacity", "engine", "kv_pool_bytes", "non_torch_bytes",
-    "padded_expert_share", "padded_width",
+    "padded_expert_share", "padded_width", "static_share_pool_bytes",
 ]
 
 
@@ -110,6 +111,8 @@ ENGINES: dict[str, EngineProfile] = {
             source=(
                 "sgl-project/sglang server_args: mem_fraction_static (about 0.88 on 80 GB GPUs), page_size 1",
                 "sgl-project/sglang issue #8538: CUDA graph memory",
+                "sgl-project/sglang@226149ac457b python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py "
+                "profile_max_num_token: pool = free after loading - free before loading x (1 - mem_fraction_static)",
                 "sgl-project/sglang@bafa16ec882f python/sglang/srt/layers/quantization/mxfp4.py create_weights: "
                 "MXFP4 experts padded (256) only on SM100 with FlashInfer; as stored otherwise",
             ),
@@ -168,36 +171,81 @@ def engine(name: str | EngineProfile) -> EngineProfile:
     return ENGINES[key]
 
 
-def _share_of_total(capacity: Any, weights: Any, overhead: Any, fraction: Any) -> Any:
+def _share_of_total(capacity: Any, weights: Any, overhead: Any, fraction: Any, non_torch: Any) -> Any:
     return number(fraction) * number(capacity) - number(weights) - number(overhead)
 
 
-def _static_share(capacity: Any, weights: Any, overhead: Any, fraction: Any) -> Any:
-    # Weights and KV share the static fraction, overhead lives in the rest; both must hold.
-    capacity, fraction = number(capacity), number(fraction)
-    rest = (1 - fraction) * capacity - number(overhead)
-    return fraction * capacity - number(weights) + minimum(rest, 0)
+def static_share_pool_bytes(capacity: Any, weights: Any, overhead: Any, fraction: Any, non_torch: Any) -> Any:
+    r"""SGLang's KV pool on one GPU: the static fraction of the memory free *before* the weights load,
+    less the weights; negative when the weights do not fit.
+
+    SGLang measures the free memory :math:`T` at startup (the device capacity :math:`M` less the CUDA
+    context, NCCL and other non-torch memory :math:`R`), loads the weights :math:`W`, measures the free
+    memory again (:math:`T - W`) and keeps :math:`(1 - f)\,T` of it for activations and CUDA graphs:
+
+    .. math:: P = (T - W) - (1 - f)\,T = f\,(M - R) - W
+
+    Activations and graphs live in the slack :math:`(1 - f)(M - R)`; what of them spills out of it
+    is taken from the pool (where SGLang would run out of memory at capture).
+
+    Parameters
+    ----------
+    capacity : array_like
+        GPU memory the driver reports, :math:`M`. [B]
+    weights : array_like
+        Weight bytes on this GPU, :math:`W`. [B]
+    overhead : array_like
+        Activation peak, CUDA graphs and non-torch memory on this GPU. [B]
+    fraction : array_like
+        ``mem_fraction_static``, :math:`f`. [-]
+    non_torch : array_like
+        The part of ``overhead`` already held before the weights load (CUDA context, NCCL),
+        :math:`R`. [B]
+
+    Returns
+    -------
+    numeric
+        The KV pool, :math:`P`. [B]
+
+    References
+    ----------
+    sgl-project/sglang@226149ac457b python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py
+    ``profile_max_num_token``: ``rest_memory = available_gpu_memory - total_gpu_memory * (1 -
+    mem_fraction_static)``, with ``total_gpu_memory`` the free memory measured before the model loads
+    (sglang#39713: "Load weight begin. avail mem=77.24 GB" on an H100 of 79.22 GiB).
+
+    Examples
+    --------
+    >>> static_share_pool_bytes(80e9, 16e9, 3e9, 0.88, 1e9)
+    53520000000.0
+    """
+    capacity, fraction, non_torch = number(capacity), number(fraction), number(non_torch)
+    before_load = capacity - non_torch
+    spill = (1 - fraction) * before_load - (number(overhead) - non_torch)
+    return fraction * before_load - number(weights) + minimum(spill, 0)
 
 
-def _share_of_free(capacity: Any, weights: Any, overhead: Any, fraction: Any) -> Any:
+def _share_of_free(capacity: Any, weights: Any, overhead: Any, fraction: Any, non_torch: Any) -> Any:
     free = number(capacity) - number(weights) - number(overhead)
     return where(free > 0, number(fraction) * free, free)
 
 
-def _whole(capacity: Any, weights: Any, overhead: Any, fraction: Any) -> Any:
+def _whole(capacity: Any, weights: Any, overhead: Any, fraction: Any, non_torch: Any) -> Any:
     return number(fraction) * number(capacity) - number(weights) - number(overhead)
 
 
-#: Rules from budget to KV pool: ``rule(capacity, weights, overhead, fraction) -> pool`` [B].
-KV_POOL_RULES: dict[str, Callable[[Any, Any, Any, Any], Any]] = {
+#: Rules from budget to KV pool: ``rule(capacity, weights, overhead, fraction, non_torch) -> pool`` [B].
+KV_POOL_RULES: dict[str, Callable[[Any, Any, Any, Any, Any], Any]] = {
     "share_of_total": _share_of_total,
-    "static_share": _static_share,
+    "static_share": static_share_pool_bytes,
     "share_of_free": _share_of_free,
     "whole": _whole,
 }
 
 
-def kv_pool_bytes(capacity: Any, weights: Any, overhead: Any, *, rule: str, fraction: Any) -> Any:
+def kv_pool_bytes(
+    capacity: Any, weights: Any, overhead: Any, *, rule: str, fraction: Any, non_torch: Any = 0.0
+) -> Any:
     r"""Bytes an engine leaves for the KV cache on one GPU; negative when the weights do not fit.
 
     Parameters
@@ -212,13 +260,17 @@ def kv_pool_bytes(capacity: Any, weights: Any, overhead: Any, *, rule: str, frac
         A key of ``KV_POOL_RULES``.
     fraction : array_like
         The engine's memory fraction. [-]
+    non_torch : array_like
+        The part of ``overhead`` held before the weights load (CUDA context, NCCL); only
+        ``static_share`` reads it. [B]
 
     Returns
     -------
     numeric
-        ``share_of_total``: :math:`f M - W - O` (vLLM); ``static_share``: :math:`f M - W`, less any
-        overhead that spills out of :math:`(1-f) M` (SGLang); ``share_of_free``:
-        :math:`f (M - W - O)` (TensorRT-LLM); ``whole``: :math:`M - W - O` (llama.cpp). [B]
+        ``share_of_total``: :math:`f M - W - O` (vLLM); ``static_share``: :math:`f (M - R) - W`, less any
+        overhead that spills out of :math:`(1-f)(M - R)` (SGLang, ``static_share_pool_bytes``);
+        ``share_of_free``: :math:`f (M - W - O)` (TensorRT-LLM); ``whole``: :math:`M - W - O`
+        (llama.cpp). [B]
 
     Examples
     --------
@@ -227,7 +279,7 @@ def kv_pool_bytes(capacity: Any, weights: Any, overhead: Any, *, rule: str, frac
     """
     if rule not in KV_POOL_RULES:
         raise ValueError(f"unknown kv rule {rule!r}; known: {', '.join(KV_POOL_RULES)}")
-    return scalar_or_array(KV_POOL_RULES[rule](capacity, weights, overhead, fraction))
+    return scalar_or_array(KV_POOL_RULES[rule](capacity, weights, overhead, fraction, non_torch))
 
 
 def device_capacity(capacity: Any, unified_memory: bool, profile: EngineProfile) -> Any:

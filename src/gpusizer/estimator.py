@@ -380,9 +380,11 @@ def memory_numbers(
         num_layers=f.num_layers, num_experts=f.num_experts, tp=tp, pp=pp, ep=ep,
     )
     activation = _by_name(e.activation, lambda kind: _ACTIVATION[kind](f, e, tp))
-    runtime = engines.non_torch_bytes(e.runtime_bytes, e.runtime_bytes_multi_gpu, count) + e.cuda_graph_bytes
+    non_torch = engines.non_torch_bytes(e.runtime_bytes, e.runtime_bytes_multi_gpu, count)
+    runtime = non_torch + e.cuda_graph_bytes
     pool = _by_name(e.kv_rule, lambda rule: engines.kv_pool_bytes(
-        capacity_bytes, weight_bytes, activation + runtime, rule=rule, fraction=e.memory_fraction
+        capacity_bytes, weight_bytes, activation + runtime, rule=rule, fraction=e.memory_fraction,
+        non_torch=non_torch,
     ))
     cache = dict(block_size=e.block_size, tensor_parallel=tp)
     stage = parallel.stage_fraction(f.num_layers, pp)  # exactly 1.0 without pipeline stages
