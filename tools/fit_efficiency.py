@@ -25,15 +25,16 @@ import argparse
 import dataclasses
 import datetime
 import hashlib
-import importlib.util
 import math
 import sys
 import tomllib
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 from gpusizer import calibration, efficiency, performance
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from siblings import sibling
 
 ROOT = Path(__file__).resolve().parents[1]
 CALIBRATION = ROOT / "data" / "calibration"
@@ -48,16 +49,6 @@ measurements informed ('fitted'; the others stay at their prior) and the rows th
 Bands: p10/p90 of measured/expected over leave-one-source-out predictions, per regime."""
 
 
-def serving() -> ModuleType:
-    """``tools/validation_serving.py``, imported once per process (``tools/validation.py`` shares it)."""
-    name = "validation_serving"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent / f"{name}.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses look their module up while the class is built
-        spec.loader.exec_module(module)
-    return sys.modules[name]
 
 
 def cases(use: str = "fit") -> list[efficiency.Case]:
@@ -65,7 +56,7 @@ def cases(use: str = "fit") -> list[efficiency.Case]:
     the Offline rows of the serving files (metric ``offline``, ``validation_serving.offline_cases``)."""
     found = efficiency.load_cases(CALIBRATION / "measurements.csv", CALIBRATION / "mapping.csv")
     found += efficiency.load_cases(CALIBRATION / "holdout.csv", CALIBRATION / "mapping.csv")
-    found += list(serving().offline_cases())
+    found += list(sibling("validation_serving").offline_cases())
     return [c for c in found if c.use == use]
 
 

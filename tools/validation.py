@@ -20,16 +20,17 @@ needs matplotlib (``pip install gpusizer[plot]``); without it only the markdown 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 
 from gpusizer import efficiency, performance
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from siblings import sibling
 
 ROOT = Path(__file__).resolve().parents[1]
 CALIBRATION = ROOT / "data" / "calibration"
@@ -47,15 +48,6 @@ METRICS = {
 }
 
 
-def sibling(name: str) -> ModuleType:
-    """Another script of ``tools/``, imported once per process (its caches then live as long as it)."""
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parent / f"{name}.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses look their module up while the class is built
-        spec.loader.exec_module(module)
-    return sys.modules[name]
 
 
 @dataclass(frozen=True)
