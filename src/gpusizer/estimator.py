@@ -370,11 +370,13 @@ def memory_numbers(
     sequences of its data-parallel group; the pool and concurrency limits count every group.
     """
     tp, pp, ep, groups = (count, 1, 1, 1) if plan is None else (plan.tp, plan.pp, plan.ep, plan.dp * plan.attention_dp)
-    padding = engines.padded_expert_share(
-        f.hidden, maximum(f.expert_width, 1), where(ep > 1, 1, tp), e.mxfp4_hidden_multiple,
-        e.mxfp4_intermediate_multiple,
-    )
-    expert_bytes = f.expert_bytes * where(f.mxfp4_experts, padding, 1.0)  # as the engine allocates them
+    expert_bytes = f.expert_bytes
+    if f.mxfp4_experts is not False:  # MXFP4 experts, as the engine allocates them
+        padding = engines.padded_expert_share(
+            f.hidden, maximum(f.expert_width, 1), where(ep > 1, 1, tp), e.mxfp4_hidden_multiple,
+            e.mxfp4_intermediate_multiple,
+        )
+        expert_bytes = f.expert_bytes * where(f.mxfp4_experts, padding, 1.0)
     weight_bytes = parallel.weights_per_gpu(
         f.layer_bytes, f.replicated_bytes, expert_bytes, f.embedding_bytes, f.head_bytes,
         num_layers=f.num_layers, num_experts=f.num_experts, tp=tp, pp=pp, ep=ep,

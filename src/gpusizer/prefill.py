@@ -150,7 +150,7 @@ def chunk_count(prompt: Any, chunk: Any = np.inf) -> int:
     (3, 1, 1)
     """
     count = ceil(divide(number(prompt), number(chunk)))
-    return max(int(np.max(count, initial=1.0)), 1)
+    return max(int(np.max(count, initial=1.0) if type(count) is np.ndarray else count), 1)
 
 
 def chunk_tokens(

@@ -209,6 +209,8 @@ def overlapped_seconds(compute_seconds: Any, memory_seconds: Any, overlap: Any =
     >>> overlapped_seconds(0.003, 0.004, overlap=0.5)
     0.0055
     """
+    if type(compute_seconds) is float and type(memory_seconds) is float and type(overlap) is float:
+        return maximum(compute_seconds, memory_seconds) + (1.0 - overlap) * minimum(compute_seconds, memory_seconds)
     c, m, w = number(compute_seconds), number(memory_seconds), number(overlap)
     return scalar_or_array(maximum(c, m) + (1.0 - w) * minimum(c, m))
 
