@@ -81,8 +81,17 @@ class Setup:
     """Link classes the layout's collectives cross, for reports."""
 
 
+def _weight_only(p: precisions.Precision, integer_matmul: bool) -> bool:
+    """Whether ``p``'s weights are dequantised in the kernel: ``Precision.weight_only``, and FP4 formats (MXFP4,
+    NVFP4) on an ``integer_matmul`` engine. llama.cpp runs GGML_TYPE_MXFP4 through ``mul_mat_q`` like its
+    k-quants (ggml-org/llama.cpp b75c391 ggml/src/ggml-cuda/mmq.cu: ``ggml_cuda_should_use_mmq`` lists MXFP4,
+    activations quantised to q8_1), so the INT8 rate applies; its native-FP4 MMA branch (``use_native_mxfp4``,
+    ``blackwell_mma_available``: sm_120 and up, GeForce Blackwell) is not modelled."""
+    return p.weight_only or (integer_matmul and p.compute == "fp4")
+
+
 def _peak(rates: Any, p: precisions.Precision, integer_matmul: bool) -> tuple[float, str]:
-    if integer_matmul and p.weight_only:
+    if integer_matmul and _weight_only(p, integer_matmul):
         return roofline.tensor_peak(rates, "int8")
     return roofline.tensor_peak(rates, p.compute)
 
@@ -198,7 +207,7 @@ def setups(
     for (i, p), (j, device), k in itertools.product(enumerate(formats), enumerate(parts), (0, 1)):
         peak[i, j, k], used = _peak(device.dense, p, bool(k))
         native = used == p.compute or p.compute in ("bf16", "fp16", "fp32")
-        name = efficiency.format_family(p.bits, p.compute, p.weight_only, native)
+        name = efficiency.format_family(p.bits, p.compute, _weight_only(p, bool(k)), native)
         family[i, j, k] = families.setdefault(name, len(families))
     fabric = np.empty((len(parts), len(plans)), dtype=np.intp)
     link = np.empty(fabric.shape)
