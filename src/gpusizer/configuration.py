@@ -12,6 +12,7 @@ cross (``interconnect``). ``constants`` picks its efficiency group (``efficiency
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from typing import Any
@@ -81,10 +82,27 @@ class Setup:
     """Link classes the layout's collectives cross, for reports."""
 
 
-def _peak(rates: Any, p: precisions.Precision, integer_matmul: bool) -> tuple[float, str]:
-    if integer_matmul and p.weight_only:
-        return roofline.tensor_peak(rates, "int8")
-    return roofline.tensor_peak(rates, p.compute)
+#: The CUDA compute capability in a catalogue architecture (``"Blackwell (GB202, sm_120)"``: 120).
+_SM = re.compile(r"sm_(\d+)")
+
+
+def _weight_only(p: precisions.Precision, integer_matmul: bool, device: catalog.GPU) -> bool:
+    """Whether ``p``'s weights are dequantised in the kernel: ``Precision.weight_only``, and FP4 formats (MXFP4,
+    NVFP4) on an ``integer_matmul`` engine. llama.cpp runs GGML_TYPE_MXFP4 through ``mul_mat_q`` like its
+    k-quants (ggml-org/llama.cpp b75c391 ggml/src/ggml-cuda/mmq.cu: ``ggml_cuda_should_use_mmq`` lists MXFP4,
+    activations quantised to q8_1), so the INT8 rate applies, except MXFP4 on sm_120 and later (GeForce and
+    workstation Blackwell), which takes the native FP4 MMA branch (``use_native_mxfp4``,
+    ``blackwell_mma_available``: compute capability 12.0 and up; the datacenter sm_100/sm_103 parts do not)."""
+    if p.weight_only or not (integer_matmul and p.compute == "fp4"):
+        return p.weight_only
+    found = _SM.search(device.architecture or "")
+    return not (p.name == "mxfp4" and found is not None and int(found.group(1)) >= 120)
+
+
+def _peak(device: catalog.GPU, p: precisions.Precision, integer_matmul: bool) -> tuple[float, str]:
+    if integer_matmul and _weight_only(p, integer_matmul, device):
+        return roofline.tensor_peak(device.dense, "int8")
+    return roofline.tensor_peak(device.dense, p.compute)
 
 
 @lru_cache(maxsize=256)
@@ -196,9 +214,9 @@ def setups(
     family = np.empty(peak.shape, dtype=np.intp)
     families: dict[str, int] = {}
     for (i, p), (j, device), k in itertools.product(enumerate(formats), enumerate(parts), (0, 1)):
-        peak[i, j, k], used = _peak(device.dense, p, bool(k))
+        peak[i, j, k], used = _peak(device, p, bool(k))
         native = used == p.compute or p.compute in ("bf16", "fp16", "fp32")
-        name = efficiency.format_family(p.bits, p.compute, p.weight_only, native)
+        name = efficiency.format_family(p.bits, p.compute, _weight_only(p, bool(k), device), native)
         family[i, j, k] = families.setdefault(name, len(families))
     fabric = np.empty((len(parts), len(plans)), dtype=np.intp)
     link = np.empty(fabric.shape)

@@ -116,7 +116,8 @@ class EngineEntry:
     chunk_tokens: float
     """Tokens one engine step processes at most (prefill chunk). [token]"""
     integer_matmul: bool = False
-    """Quantized GEMMs run on INT8 tensor cores (llama.cpp MMQ), so their peak is the INT8 rate."""
+    """Quantized GEMMs run on INT8 tensor cores (llama.cpp MMQ), so their peak is the INT8 rate; FP4 formats
+    (MXFP4, NVFP4) are dequantised there too (``configuration.setups``)."""
     moe_layer_seconds: float = 0.0
     """Extra fixed cost per MoE layer and step: routing, token permutation, grouped-GEMM tails. [s]"""
     overlap: float = 1.0
