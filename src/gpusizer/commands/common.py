@@ -30,6 +30,7 @@ __all__ = [
     "MAX_TOKENS",
     "USAGE",
     "CommandError",
+    "add_service_arguments",
     "check_context",
     "check_output",
     "count",
@@ -43,6 +44,7 @@ __all__ = [
     "model",
     "positive_number",
     "positive_tokens",
+    "service",
     "share",
     "tokens",
     "write_atomic",
@@ -149,6 +151,35 @@ def share(text: str) -> float:
     if not value < 1:
         raise argparse.ArgumentTypeError(f"must be between 0 and 1 (0.95 is p95), got {text!r}")
     return value
+
+
+def add_service_arguments(parser: argparse.ArgumentParser, quantile_help: str = "default 0.95") -> None:
+    """Add the latency targets (``--ttft-p95``, ``--tpot-p95``, ``--e2e-p95``, ``--quantile``) and the length
+    distribution (``--lengths``, ``--cv``) that ``service`` reads."""
+    parser.add_argument("--ttft-p95", type=duration, help="time-to-first-token target, e.g. 500ms")
+    parser.add_argument("--tpot-p95", type=duration, help="time-per-output-token target, e.g. 50ms")
+    parser.add_argument("--e2e-p95", type=duration, help="end-to-end latency target, e.g. 30s")
+    parser.add_argument("--quantile", type=share, default=0.95,
+                        help=f"quantile the targets apply to ({quantile_help})")
+    parser.add_argument("--lengths", default="fixed", choices=("fixed", "exponential", "lognormal", "uniform"),
+                        help="distribution of prompt and output lengths around their means (default fixed)")
+    parser.add_argument("--cv", type=positive_number, default=0.5,
+                        help="coefficient of variation of lengths for lognormal/uniform (default 0.5)")
+
+
+def service(args: argparse.Namespace, rate: float) -> tuple[Any, Any]:
+    """The ``serving.Workload`` at ``rate`` and the ``serving.SLO`` (None without any target) of the arguments
+    ``add_service_arguments`` added, with ``--prompt`` and ``--output``."""
+    from gpusizer.serving import SLO, Workload
+
+    workload = Workload(rate=rate, prompt_tokens=args.prompt, output_tokens=args.output,
+                        prompt_distribution=args.lengths, output_distribution=args.lengths, prompt_cv=args.cv,
+                        output_cv=args.cv)
+    targets = (args.ttft_p95, args.tpot_p95, args.e2e_p95)
+    if all(target is None for target in targets):
+        return workload, None
+    return workload, SLO(ttft_p95=args.ttft_p95, tpot_p95=args.tpot_p95, e2e_p95=args.e2e_p95,
+                         quantile=args.quantile)
 
 
 def model(name: str, what: str = "MODEL") -> catalog.Model:

@@ -77,15 +77,7 @@ def register(commands: Any) -> None:
     parser.add_argument("--output", type=common.positive_tokens, default=512,
                         help="mean output tokens (default 512)")
     parser.add_argument("--rate", type=common.positive_number, required=True, help="requests per second to serve")
-    parser.add_argument("--ttft-p95", type=common.duration, help="time-to-first-token target, e.g. 500ms")
-    parser.add_argument("--tpot-p95", type=common.duration, help="time-per-output-token target, e.g. 50ms")
-    parser.add_argument("--e2e-p95", type=common.duration, help="end-to-end latency target, e.g. 30s")
-    parser.add_argument("--quantile", type=common.share, default=0.95,
-                        help="quantile the targets apply to (default 0.95)")
-    parser.add_argument("--lengths", default="fixed", choices=("fixed", "exponential", "lognormal", "uniform"),
-                        help="distribution of prompt and output lengths around their means (default fixed)")
-    parser.add_argument("--cv", type=common.positive_number, default=0.5,
-                        help="coefficient of variation of lengths for lognormal/uniform (default 0.5)")
+    common.add_service_arguments(parser)
     parser.add_argument("--price", type=_argument(_price), action="append", default=[],
                         help="USD per GPU-hour replacing the indicative table, e.g. h100-sxm=2.49 (repeatable)")
     parser.add_argument("--gpus", type=_list, default=None, help="GPUs to consider (default: every priced GPU)")
@@ -107,16 +99,14 @@ def register(commands: Any) -> None:
 
 
 def _shortlist(args: argparse.Namespace) -> str:
-    from gpusizer.serving import SLO, Workload
     from gpusizer.shortlister import shortlist
 
     prices: dict[str, float] = {}
     for item in args.price:
         prices.update(item)
-    workload = Workload(rate=args.rate, prompt_tokens=args.prompt, output_tokens=args.output,
-                        prompt_distribution=args.lengths, output_distribution=args.lengths, prompt_cv=args.cv,
-                        output_cv=args.cv)
-    slo = SLO(ttft_p95=args.ttft_p95, tpot_p95=args.tpot_p95, e2e_p95=args.e2e_p95, quantile=args.quantile)
+    workload, slo = common.service(args, args.rate)
+    if slo is None:
+        raise common.CommandError("shortlist needs at least one latency target: --ttft-p95, --tpot-p95 or --e2e-p95")
     table = shortlist(common.model(args.model), workload, slo, gpus=args.gpus, max_gpus=args.max_gpus,
                       prices=prices or None, weights=args.weights, engine=args.engine, simulate=args.simulate,
                       seed=args.seed)

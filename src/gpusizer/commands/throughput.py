@@ -43,15 +43,7 @@ def register(commands: Any) -> None:
                         help="mean output tokens, first token included (default 256)")
     parser.add_argument("--rate", type=common.positive_number, default=None,
                         help="requests per second to the whole system: report TTFT/TPOT p50/p95/p99 there")
-    parser.add_argument("--ttft-p95", type=common.duration, help="time-to-first-token target, e.g. 500ms")
-    parser.add_argument("--tpot-p95", type=common.duration, help="time-per-output-token target, e.g. 50ms")
-    parser.add_argument("--e2e-p95", type=common.duration, help="end-to-end latency target, e.g. 30s")
-    parser.add_argument("--quantile", type=common.share, default=0.95,
-                        help="quantile the targets apply to (default 0.95; MLPerf Server uses 0.99)")
-    parser.add_argument("--lengths", default="fixed", choices=("fixed", "exponential", "lognormal", "uniform"),
-                        help="distribution of prompt and output lengths around their means (default fixed)")
-    parser.add_argument("--cv", type=common.positive_number, default=0.5,
-                        help="coefficient of variation of lengths for lognormal/uniform (default 0.5)")
+    common.add_service_arguments(parser, "default 0.95; MLPerf Server uses 0.99")
     parser.add_argument("--gpus", type=common.gpu_count, default=None,
                         help=f"all GPUs of the system (default 1 or the system's; at most {common.MAX_GPUS})")
     parser.add_argument("--layout", default="tp", help="one replica's split, times replicas: tp (default: one "
@@ -73,16 +65,11 @@ def register(commands: Any) -> None:
 
 
 def _handler(args: argparse.Namespace) -> str:
-    from gpusizer.serving import SLO, Workload, throughput
+    from gpusizer.serving import throughput
 
     record = common.model(args.model)
     common.check_context(record, args.prompt + args.output, None, args.allow_beyond_max_context)
-    targets = (args.ttft_p95, args.tpot_p95, args.e2e_p95)
-    slo = None if all(t is None for t in targets) else SLO(ttft_p95=args.ttft_p95, tpot_p95=args.tpot_p95,
-                                                          e2e_p95=args.e2e_p95, quantile=args.quantile)
-    workload = Workload(rate=args.rate or 1.0, prompt_tokens=args.prompt, output_tokens=args.output,
-                        prompt_distribution=args.lengths, output_distribution=args.lengths, prompt_cv=args.cv,
-                        output_cv=args.cv)
+    workload, slo = common.service(args, args.rate or 1.0)
     result = throughput(record, args.gpu, workload=workload, slo=slo, gpus=args.gpus, layout=args.layout,
                         engine=args.engine, weights=args.weights, kv_cache=args.kv_cache, max_sequences=args.max_seqs,
                         batched_tokens=args.max_batched_tokens, latencies=args.rate is not None,
