@@ -19,6 +19,10 @@ Each row is predicted with the shipped constants (``data/efficiency.toml``; noth
 * ``case``: ``performance.predict`` (static batches, batch-1 TTFT), as in the calibration report.
 
 with the datasheet ceiling and the p10-p90 band of the speed fit. ``rows`` is cached per process.
+
+A separate part (``public_rows``, ``public_section``) checks the published figures of
+``public-serving-measurements.csv`` (expert parallelism at scale, engine blogs) mapped by
+``public-serving-mapping.csv``, whose header defines each mapping kind; all of them are held out.
 """
 
 from __future__ import annotations
@@ -485,8 +489,8 @@ def _public_predict(m: dict[str, str]) -> tuple[float, float]:
     common = dict(gpus=gpus, layout=m["layout"], engine=m["engine"], kv_cache=kv)
     kind = m["kind"]
     if kind in ("decode", "single"):
-        d = performance.speed(m["model"], m["gpu"], weights=weights, expert_weights=experts, context=prompt + output // 2,
-                              concurrency=batch, **common).decode
+        d = performance.speed(m["model"], m["gpu"], weights=weights, expert_weights=experts,
+                              context=prompt + output // 2, concurrency=batch, **common).decode
         if kind == "single":
             return float(d.expected_tokens_per_second), float(d.ceiling_tokens_per_second)
         return (float(d.expected_aggregate_tokens_per_second) / gpus,

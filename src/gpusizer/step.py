@@ -327,25 +327,9 @@ def alltoall_bytes(
     (tokens at ``dispatch_bpe``) and the combine (expert outputs at ``act_bpe``), so that the dispatch and the
     combine of a layer (``alltoall_count``) add up to both.
 
-    Parameters
-    ----------
-    tokens, assignments : array_like
-        Tokens of the step on this GPU, and the token-expert assignments of the busiest rank
-        (``busiest_rank_assignments``). [token], [-]
-    experts_per_token, hidden : array_like
-        :math:`k` and :math:`d`. [-]
-    act_bpe : array_like
-        Activation bytes per element: the combine's. [B]
-    tp, ep, attention_dp : array_like
-        Layout degrees. [-]
-    dispatch_bpe : array_like, optional
-        Bytes per element of the dispatched tokens (``unpack.dispatch_bytes_per_element``: FP8 or NVFP4 with
-        scales when the engine quantises before the dispatch); default ``act_bpe``. [B]
-
-    Returns
-    -------
-    numeric
-        Bytes. [B]
+    ``tokens``, ``assignments`` (``busiest_rank_assignments``), ``experts_per_token``, ``hidden`` and the
+    layout degrees as above; ``act_bpe`` the combine's bytes per element, ``dispatch_bpe`` the dispatched
+    tokens' (``unpack.dispatch_bytes_per_element``; default ``act_bpe``). Returns bytes. [B]
 
     Notes
     -----
@@ -398,12 +382,9 @@ def alltoall_node_share(experts_per_token: Any, ep: Any, nodes: Any) -> Any:
        \text{ for } N > 1, \text{ else } 1
 
     The numerator is the expected number of remote servers a token's :math:`k` experts fall on under uniform
-    routing (each remote server is missed by all :math:`k` with probability :math:`(1-1/N)^k`), the
-    denominator the off-GPU copies ``alltoall_bytes`` counts. The NVLink leg inside the server runs
-    concurrently with the RDMA leg and is taken as hidden under it: it carries about :math:`k` copies at
-    the NVLink rate against :math:`s\,k` copies at the NIC rate, shorter while the two rates differ by more
-    than :math:`1/s` (H100: about 360 against 45 GB/s). DeepSeek-V3's node-limited routing (at most 4
-    servers per token) lowers the share further beyond 4 servers; uniform routing is kept.
+    routing, the denominator the off-GPU copies ``alltoall_bytes`` counts. The NVLink leg inside the server
+    runs concurrently and is taken as hidden (about :math:`k` copies at the NVLink rate against :math:`s\,k`
+    at the NIC rate); DeepSeek-V3's node-limited routing (at most 4 servers) is not modelled.
 
     References
     ----------
