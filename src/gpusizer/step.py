@@ -342,7 +342,7 @@ def alltoall_bytes(
     References
     ----------
     .. [1] D. Lepikhin et al., "GShard," arXiv:2006.16668, 2020.
-    .. [2] deepseek-ai/DeepEP, docs/legacy.md (commit 0297fc80): "FP8 dispatching and BF16 combining";
+    .. [2] deepseek-ai/DeepEP:docs/legacy.md@0297fc80: "FP8 dispatching and BF16 combining";
        low-latency kernels at EP64 move 128 tokens x 8 experts x 7,168 FP8 values in 173 us (43 GB/s) and
        their BF16 combine in 314 us (46 GB/s).
 
@@ -388,7 +388,7 @@ def alltoall_node_share(experts_per_token: Any, ep: Any, nodes: Any) -> Any:
 
     References
     ----------
-    .. [1] deepseek-ai/DeepEP, docs/legacy.md (commit 0297fc80): normal kernels "optimized for asymmetric-domain
+    .. [1] deepseek-ai/DeepEP:docs/legacy.md@0297fc80: normal kernels "optimized for asymmetric-domain
        bandwidth forwarding, such as forwarding data from NVLink domain to RDMA domain", 43-58 GB/s RDMA
        bottleneck bandwidth at EP16-64 on CX7 400 Gb/s; low-latency kernels "with pure RDMA".
     .. [2] DeepSeek-AI, "DeepSeek-V3 technical report," arXiv:2412.19437, 2024, section 3.2.2 (each token

@@ -167,7 +167,7 @@ def model_numbers(record: catalog.Model, weights: str, expert_weights: str | Non
 
 
 #: Expert formats whose engines quantise the tokens to the experts' input format before the MoE dispatch:
-#: DeepEP's kernels dispatch FP8 and combine BF16 (deepseek-ai/DeepEP docs/legacy.md @0297fc80, "FP8
+#: DeepEP's kernels dispatch FP8 and combine BF16 (deepseek-ai/DeepEP:docs/legacy.md@0297fc80, "FP8
 #: dispatching and BF16 combining", as SGLang and vLLM run them for block-FP8 checkpoints); NVFP4 is fused into
 #: the dispatch for W4A4 experts ("halves traffic": lmsys.org/blog/2025-09-25-gb200-part-2; vLLM "NVFP4 MoE
 #: dispatch": blog.vllm.ai 2026-02-03). MXFP4 (gpt-oss) runs with 16-bit activations on Hopper (W4A16), so
