@@ -105,3 +105,25 @@ def test_dispatch_precision_follows_the_experts_format():
     found = [unpack.dispatch_bytes_per_element(precision.precision(name), 2.0) for name in
              ("fp8", "nvfp4", "mxfp4", "bf16")]
     assert_allclose(found, [1.0 + 4 / 16384, 0.5625, 2.0, 2.0])
+
+
+def test_prefill_dispatch_across_servers_sends_a_token_once_per_server():
+    from gpusizer import configuration, efficiency, passes
+
+    def setup(gpu, gpus, layout):
+        record, device, w, e, kv = configuration.resolve("deepseek-v3", gpu, None, None, None)
+        return configuration.setup(record, device, w, e, kv, gpus, "sglang", layout, efficiency.bundled())
+
+    # EP32 of H100 (8 per server) spans 4 servers; EP8 one; EP48 on an NVL72 rack stays in its NVLink domain
+    far, near, rack = setup("h100-sxm", 32, "ep32"), setup("h100-sxm", 8, "ep8"), setup("gb200", 48, "ep48")
+    assert (far.ep_nodes, near.ep_nodes, rack.ep_nodes) == (4, 1, 1)
+    # a prefill pass of 32 prompts of 1,024 tokens (one per rank): its all-to-all bytes are the per-expert
+    # copies times the node share 0.348344 (test above); a decode pass keeps one copy per expert
+    prefill = passes.prefill_steps(far, 1024, np.inf, 32)
+    m = far.model
+    tokens, load = 1024.0, float(step.busiest_rank_assignments(1024.0 * 32, 8, 32, 1, step.experts_held(256, 32)))
+    copies = step.alltoall_bytes(tokens, load, 8, m.hidden, m.act_bpe, 1, 32, 32, m.dispatch_bpe)
+    assert_allclose(prefill.alltoall_bytes, copies * 0.348344, rtol=1e-5)
+    decode = passes.decode_step(far, 2048, 32)
+    assert_allclose(decode.alltoall_bytes, step.alltoall_bytes(
+        1.0, float(step.busiest_rank_assignments(32.0, 8, 32, 1, 8)), 8, m.hidden, m.act_bpe, 1, 32, 32, m.dispatch_bpe))

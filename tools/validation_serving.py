@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpusizer import catalog, efficiency, performance, serving
+from gpusizer import catalog, efficiency, parallel, performance, serving, step
 from gpusizer.serving import SLO, Workload
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -462,6 +462,9 @@ class PublicRow:
     expected: float
     ceiling: float
     reason: str
+    per_expert: float = math.nan
+    """Token-expert assignments per routed expert of the busiest rank in one MoE layer of the step (decode and
+    prefill instances under expert parallelism): the grouped GEMMs' rows per expert. [-]"""
 
     @property
     def is_time(self) -> bool:
@@ -479,6 +482,17 @@ class PublicRow:
 
 def _family(gpu: str) -> str:
     return "CDNA 3" if gpu.startswith("mi3") else "Blackwell" if gpu.startswith(("b", "gb")) else "Hopper"
+
+
+def _per_expert(m: dict[str, str]) -> float:
+    """``PublicRow.per_expert`` of a mapped decode or prefill row under expert parallelism, else nan."""
+    plan = parallel.layout(m["layout"], int(m["gpus"]))
+    moe = catalog.model(m["model"]).moe
+    if moe is None or plan.ep == 1 or m["kind"] not in ("decode", "prefill"):
+        return math.nan
+    routed = int(m["batch"]) * (int(m["prompt_tokens"]) if m["kind"] == "prefill" else 1)
+    held = step.experts_held(moe.num_experts, plan.ep)
+    return float(step.busiest_rank_assignments(routed, moe.experts_per_token, plan.ep, plan.tp, held)) / held
 
 
 def _public_predict(m: dict[str, str]) -> tuple[float, float]:
@@ -542,7 +556,7 @@ def public_rows() -> tuple[tuple[PublicRow, ...], tuple[tuple[str, str, str, str
         expected, ceiling = _public_predict({**m, "metric": row["metric"]})
         moe = catalog.model(m["model"]).moe is not None
         found.append(PublicRow(row["id"], m["kind"], row["metric"], _label(row), row["source"].split(" ")[0],
-                               _family(m["gpu"]), moe, measured, expected, ceiling, m["reason"]))
+                               _family(m["gpu"]), moe, measured, expected, ceiling, m["reason"], _per_expert(m)))
     return tuple(found), tuple(excluded)
 
 
@@ -579,13 +593,18 @@ def public_section() -> list[str]:
         "|---|---:|---:|---:|",
         *(f"| {k} | {n} | {_med(med)} | {_med(p90)} |" for k, (n, med, p90) in public_medians(found).items()),
         "",
-        "| id | measurement (GPU x count, model, weights, engine) | kind | measured | expected | error | ceiling | "
-        "mapping |",
-        "|---|---|---|---:|---:|---:|---:|---|",
+        "`tokens/expert`: token-expert assignments per routed expert on the busiest rank in one MoE layer "
+        "(`step.busiest_rank_assignments` over `step.experts_held`), the rows of its grouped GEMMs, for the "
+        "decode and prefill instances under expert parallelism.",
+        "",
+        "| id | measurement (GPU x count, model, weights, engine) | kind | tokens/expert | measured | expected | error "
+        "| ceiling | mapping |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|",
     ]
     for r in found:
         flag = " **over ceiling**" if r.over_ceiling else ""
-        lines.append(f"| {r.id} | {r.label} | {r.kind} | {_fmt(r.measured, r.is_time)} | "
+        per = "-" if math.isnan(r.per_expert) else f"{r.per_expert:,.0f}"
+        lines.append(f"| {r.id} | {r.label} | {r.kind} | {per} | {_fmt(r.measured, r.is_time)} | "
                      f"{_fmt(r.expected, r.is_time)} | {_pct(r.error)} | {_fmt(r.ceiling, r.is_time)}{flag} | "
                      f"{r.reason} |")
     lines += ["", "| id | measurement | metric | why not predicted |", "|---|---|---|---|",
@@ -594,7 +613,7 @@ def public_section() -> list[str]:
 
 
 def main() -> int:
-    sys.stdout.write("\n".join(section()) + "\n")
+    sys.stdout.write("\n".join(section() + public_section()) + "\n")
     return 0
 
 
