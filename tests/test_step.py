@@ -125,5 +125,6 @@ def test_prefill_dispatch_across_servers_sends_a_token_once_per_server():
     copies = step.alltoall_bytes(tokens, load, 8, m.hidden, m.act_bpe, 1, 32, 32, m.dispatch_bpe)
     assert_allclose(prefill.alltoall_bytes, copies * 0.348344, rtol=1e-5)
     decode = passes.decode_step(far, 2048, 32)
-    assert_allclose(decode.alltoall_bytes, step.alltoall_bytes(
-        1.0, float(step.busiest_rank_assignments(32.0, 8, 32, 1, 8)), 8, m.hidden, m.act_bpe, 1, 32, 32, m.dispatch_bpe))
+    busiest = float(step.busiest_rank_assignments(32.0, 8, 32, 1, 8))
+    assert_allclose(decode.alltoall_bytes,
+                    step.alltoall_bytes(1.0, busiest, 8, m.hidden, m.act_bpe, 1, 32, 32, m.dispatch_bpe))
