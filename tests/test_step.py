@@ -73,3 +73,58 @@ def test_expert_compute_efficiency_grows_with_the_ratio(mu, low, high):
 def test_expert_compute_efficiency_of_one_is_the_dense_efficiency_and_broadcasts():
     assert_allclose(step.expert_compute_efficiency(np.array([0.3, 0.6]), 1.0), [0.3, 0.6])
     assert_allclose(step.expert_compute_efficiency(0.9, np.array([0.5, 2.0])), [0.45, 1.0])
+
+
+def test_fp8_dispatch_moves_half_the_bf16_combine():
+    # 64 tokens x k=8 on one GPU of EP8 (no imbalance: assignments 512), d = 7168: dispatch 512 x 7168 x 1 B,
+    # combine 512 x 7168 x 2 B; the mean of the pair, times the off-GPU share 7/8: 512 x 7168 x 1.5 x 7/8 = 4,816,896
+    moved = step.alltoall_bytes(64, 512.0, 8, 7168, 2.0, 1, 8, 8, dispatch_bpe=1.0)
+    assert_allclose(moved, 4_816_896.0)
+    # without a dispatch precision both directions move BF16: 512 x 7168 x 2 x 7/8 = 6,422,528
+    assert_allclose(step.alltoall_bytes(64, 512.0, 8, 7168, 2.0, 1, 8, 8), 6_422_528.0)
+
+
+def test_node_share_counts_remote_servers_a_token_reaches():
+    # DeepSeek k=8 on EP32 over 4 servers: remote servers reached 3 x (1 - 0.75^8) = 2.69966 of the 8 x 31/32
+    # = 7.75 per-expert copies: 0.348344; on 2 servers (EP16): 1 x (1 - 0.5^8) = 0.99609 of 8 x 15/16 = 7.5: 0.13281
+    assert_allclose(step.alltoall_node_share(8, np.array([32, 16, 8]), np.array([4, 2, 1])),
+                    [0.348344, 0.132813, 1.0], rtol=1e-5)
+
+
+@given(st.integers(1, 16), st.integers(2, 64), st.integers(2, 256))
+def test_node_share_is_a_share_and_never_exceeds_the_per_expert_copies(k, nodes, ep):
+    share = float(step.alltoall_node_share(k, max(ep, nodes), nodes))
+    assert 0.0 < share <= 1.0
+
+
+def test_dispatch_precision_follows_the_experts_format():
+    from gpusizer import precision, unpack
+
+    # FP8 experts: 1 B per element plus the 128x128 block scales of the format (4 B / 16384 values);
+    # NVFP4: 0.5 B plus an FP8 scale per 16 values = 0.5625 B; MXFP4 (W4A16 on Hopper) and BF16: activations (2 B)
+    found = [unpack.dispatch_bytes_per_element(precision.precision(name), 2.0) for name in
+             ("fp8", "nvfp4", "mxfp4", "bf16")]
+    assert_allclose(found, [1.0 + 4 / 16384, 0.5625, 2.0, 2.0])
+
+
+def test_prefill_dispatch_across_servers_sends_a_token_once_per_server():
+    from gpusizer import configuration, efficiency, passes
+
+    def setup(gpu, gpus, layout):
+        record, device, w, e, kv = configuration.resolve("deepseek-v3", gpu, None, None, None)
+        return configuration.setup(record, device, w, e, kv, gpus, "sglang", layout, efficiency.bundled())
+
+    # EP32 of H100 (8 per server) spans 4 servers; EP8 one; EP48 on an NVL72 rack stays in its NVLink domain
+    far, near, rack = setup("h100-sxm", 32, "ep32"), setup("h100-sxm", 8, "ep8"), setup("gb200", 48, "ep48")
+    assert (far.ep_nodes, near.ep_nodes, rack.ep_nodes) == (4, 1, 1)
+    # a prefill pass of 32 prompts of 1,024 tokens (one per rank): its all-to-all bytes are the per-expert
+    # copies times the node share 0.348344 (test above); a decode pass keeps one copy per expert
+    prefill = passes.prefill_steps(far, 1024, np.inf, 32)
+    m = far.model
+    tokens, load = 1024.0, float(step.busiest_rank_assignments(1024.0 * 32, 8, 32, 1, step.experts_held(256, 32)))
+    copies = step.alltoall_bytes(tokens, load, 8, m.hidden, m.act_bpe, 1, 32, 32, m.dispatch_bpe)
+    assert_allclose(prefill.alltoall_bytes, copies * 0.348344, rtol=1e-5)
+    decode = passes.decode_step(far, 2048, 32)
+    busiest = float(step.busiest_rank_assignments(32.0, 8, 32, 1, 8))
+    assert_allclose(decode.alltoall_bytes,
+                    step.alltoall_bytes(1.0, busiest, 8, m.hidden, m.act_bpe, 1, 32, 32, m.dispatch_bpe))

@@ -299,6 +299,7 @@ def report(table: efficiency.Table | None = None, *, plot_name: str | None = "va
         *(f"| {c.id} | {c.label} | {c.metric} | {c.reason or '-'} |" for c in excluded),
         "",
         *sibling("validation_serving").section(),
+        *sibling("validation_serving").public_section(),
     ]
     return "\n".join(lines)
 

@@ -19,6 +19,10 @@ Each row is predicted with the shipped constants (``data/efficiency.toml``; noth
 * ``case``: ``performance.predict`` (static batches, batch-1 TTFT), as in the calibration report.
 
 with the datasheet ceiling and the p10-p90 band of the speed fit. ``rows`` is cached per process.
+
+A separate part (``public_rows``, ``public_section``) checks the published figures of
+``public-serving-measurements.csv`` (expert parallelism at scale, engine blogs) mapped by
+``public-serving-mapping.csv``, whose header defines each mapping kind; all of them are held out.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpusizer import efficiency, performance, serving
+from gpusizer import catalog, efficiency, parallel, performance, serving, step
 from gpusizer.serving import SLO, Workload
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -432,8 +436,184 @@ def section() -> list[str]:
     return lines
 
 
+# --- published serving figures at scale (public-serving-measurements.csv) -------------------------------
+# Kept apart from the MLPerf part above: its own files, mapping kinds, rows and table (issue 15, MoE under
+# expert parallelism). Every mapped row is held out; nothing here feeds the fit.
+
+PUBLIC_MEASUREMENTS = CALIBRATION / "public-serving-measurements.csv"
+PUBLIC_MAPPING = CALIBRATION / "public-serving-mapping.csv"
+#: Mapping kinds whose prediction is a time (s); the others are token rates.
+PUBLIC_TIMES = {"e2e", "concurrency_tpot", "offline_tpot", "tpot_rate"}
+
+
+@dataclass(frozen=True)
+class PublicRow:
+    """One published serving figure, its mapping and gpusizer's answer (rates per GPU or per user, times in s)."""
+
+    id: str
+    kind: str
+    metric: str
+    label: str
+    source: str
+    family: str
+    """The GPU family the report groups by (Hopper, Blackwell, CDNA 3)."""
+    moe: bool
+    measured: float
+    expected: float
+    ceiling: float
+    reason: str
+    per_expert: float = math.nan
+    """Token-expert assignments per routed expert of the busiest rank in one MoE layer of the step (decode and
+    prefill instances under expert parallelism): the grouped GEMMs' rows per expert. [-]"""
+
+    @property
+    def is_time(self) -> bool:
+        return self.kind in PUBLIC_TIMES
+
+    @property
+    def error(self) -> float:
+        """Signed error relative to the measurement; inf when gpusizer calls the point unsustainable. [-]"""
+        return self.expected / self.measured - 1.0 if math.isfinite(self.expected) else math.inf
+
+    @property
+    def over_ceiling(self) -> bool:
+        return self.measured < self.ceiling if self.is_time else self.measured > self.ceiling
+
+
+def _family(gpu: str) -> str:
+    return "CDNA 3" if gpu.startswith("mi3") else "Blackwell" if gpu.startswith(("b", "gb")) else "Hopper"
+
+
+def _per_expert(m: dict[str, str]) -> float:
+    """``PublicRow.per_expert`` of a mapped decode or prefill row under expert parallelism, else nan."""
+    plan = parallel.layout(m["layout"], int(m["gpus"]))
+    moe = catalog.model(m["model"]).moe
+    if moe is None or plan.ep == 1 or m["kind"] not in ("decode", "prefill"):
+        return math.nan
+    routed = int(m["batch"]) * (int(m["prompt_tokens"]) if m["kind"] == "prefill" else 1)
+    held = step.experts_held(moe.num_experts, plan.ep)
+    return float(step.busiest_rank_assignments(routed, moe.experts_per_token, plan.ep, plan.tp, held)) / held
+
+
+def _public_predict(m: dict[str, str]) -> tuple[float, float]:
+    """Expected and ceiling of one mapped row, in the compared unit (``public-serving-mapping.csv`` header)."""
+    gpus, batch = int(m["gpus"]), int(m["batch"] or 1)
+    prompt, output = int(m["prompt_tokens"]), int(m["output_tokens"])
+    weights, experts, kv = m["weights"] or None, m["expert_weights"] or None, m["kv_cache"] or None
+    common = dict(gpus=gpus, layout=m["layout"], engine=m["engine"], kv_cache=kv)
+    kind = m["kind"]
+    if kind in ("decode", "single"):
+        d = performance.speed(m["model"], m["gpu"], weights=weights, expert_weights=experts,
+                              context=prompt + output // 2, concurrency=batch, **common).decode
+        if kind == "single":
+            return float(d.expected_tokens_per_second), float(d.ceiling_tokens_per_second)
+        return (float(d.expected_aggregate_tokens_per_second) / gpus,
+                float(d.ceiling_aggregate_tokens_per_second) / gpus)
+    if kind in ("prefill", "static", "e2e"):
+        b = performance.batch_throughput(m["model"], m["gpu"], prompt=prompt, output=output, batch=batch,
+                                         weights=weights, expert_weights=experts, **common)
+        if kind == "e2e":
+            return (b.prefill_seconds_expected + b.decode_seconds_expected,
+                    batch * output / b.ceiling_tokens_per_second)
+        scale = prompt / output if kind == "prefill" else 1.0
+        return b.expected_tokens_per_second * scale / gpus, b.ceiling_tokens_per_second * scale / gpus
+    if kind in ("concurrency", "concurrency_tpot"):
+        case = efficiency.Case(id=m["id"], metric="offline", value=1.0, model=m["model"], gpu=m["gpu"], gpus=gpus,
+                               split=m["layout"], engine=m["engine"], weights=experts or weights or "", kv_cache=kv,
+                               prompt=prompt, output=output, batch=batch, use="holdout")
+        rates = performance.predict(case), performance.predict(case, ceiling=True)
+        if kind == "concurrency_tpot":  # predict is batch / step / gpus
+            return batch / (rates[0] * gpus), batch / (rates[1] * gpus)
+        total = (prompt + output) / output if m["metric"].startswith("total") else 1.0
+        return rates[0] * total, rates[1] * total
+    workload = Workload(rate=float(m["rate"] or 1.0), prompt_tokens=prompt, output_tokens=output)
+    t = serving.throughput(m["model"], m["gpu"], workload=workload, weights=experts or weights,
+                           max_sequences=batch if m["batch"] else None, latencies=kind == "tpot_rate", **common)
+    if kind == "tpot_rate":
+        lat = t.latency
+        assert lat is not None
+        return lat.tpot.p50, lat.tpot_ceiling.p50
+    if kind == "offline_tpot":
+        return t.offline.tpot_seconds, t.offline.tpot_seconds * t.offline.tokens_per_second \
+            / t.offline.tokens_per_second_ceiling
+    return t.offline.tokens_per_second / t.gpus, t.offline.tokens_per_second_ceiling / t.gpus
+
+
+@cache
+def public_rows() -> tuple[tuple[PublicRow, ...], tuple[tuple[str, str, str, str], ...]]:
+    """Predictions for every mapped row of ``public-serving-measurements.csv``, and the excluded rows
+    (id, label, metric, reason). Cached per process."""
+    maps = {m["id"]: m for m in _csv(PUBLIC_MAPPING)}
+    found, excluded = [], []
+    for row in _csv(PUBLIC_MEASUREMENTS):
+        m = maps.get(row["id"], {"use": "exclude", "reason": "no mapping row"})
+        if m["use"] == "exclude":
+            excluded.append((row["id"], _label(row), row["metric"], m["reason"]))
+            continue
+        value = float(row["value"])
+        measured = value / int(row["gpu_count"]) if m["per"] == "count" else value
+        measured = measured / 1000 if m["kind"] in PUBLIC_TIMES else measured
+        expected, ceiling = _public_predict({**m, "metric": row["metric"]})
+        moe = catalog.model(m["model"]).moe is not None
+        found.append(PublicRow(row["id"], m["kind"], row["metric"], _label(row), row["source"].split(" ")[0],
+                               _family(m["gpu"]), moe, measured, expected, ceiling, m["reason"], _per_expert(m)))
+    return tuple(found), tuple(excluded)
+
+
+def public_medians(found: tuple[PublicRow, ...]) -> dict[str, tuple[int, float, float]]:
+    """(rows, median APE, p90 APE): all rows, MoE rows, MoE rows by GPU family, dense rows."""
+    groups: dict[str, list[float]] = defaultdict(list)
+    for r in found:
+        groups["all rows"].append(r.error)
+        groups["MoE rows" if r.moe else "dense rows"].append(r.error)
+        if r.moe:
+            groups[f"MoE rows, {r.family}"].append(r.error)
+            groups[f"MoE rows, {'expert parallel' if r.kind in ('decode', 'prefill') else 'other'}"].append(r.error)
+    return {k: ape_stats(v) for k, v in sorted(groups.items())}
+
+
+def public_section() -> list[str]:
+    """The "Published serving figures at scale" part of ``docs/validation.md``, as lines."""
+    found, excluded = public_rows()
+    over = [r.id for r in found if r.over_ceiling]
+    lines = [
+        "### Published serving figures at scale (expert parallelism, engine blogs)",
+        "",
+        "The rows of `data/calibration/public-serving-measurements.csv` (engine-team and vendor posts: DeepSeek and "
+        "Kimi under expert parallelism on H100/H200/GB200/GB300, MI300X, vLLM/SGLang closed loops), mapped by "
+        "`data/calibration/public-serving-mapping.csv` (its header defines each kind and names every "
+        "assumption; each row's `reason` names its own). Every mapped row is **held out**: none feeds the fit, "
+        "so each error is out of sample (leave-one-source-out is the same number). Rates are per GPU (per user "
+        "for `single`), times in ms; `ceiling` is the datasheet roofline.",
+        "",
+        f"* Rows: {len(found)} predicted, {len(excluded)} not representable (listed below).",
+        f"* Ceiling violations: {len(over)}" + (": " + ", ".join(over) if over else "") + ".",
+        "",
+        "| group | rows | median APE | p90 APE |",
+        "|---|---:|---:|---:|",
+        *(f"| {k} | {n} | {_med(med)} | {_med(p90)} |" for k, (n, med, p90) in public_medians(found).items()),
+        "",
+        "`tokens/expert`: token-expert assignments per routed expert on the busiest rank in one MoE layer "
+        "(`step.busiest_rank_assignments` over `step.experts_held`), the rows of its grouped GEMMs, for the "
+        "decode and prefill instances under expert parallelism.",
+        "",
+        "| id | measurement (GPU x count, model, weights, engine) | kind | tokens/expert | measured | expected | error "
+        "| ceiling | mapping |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in found:
+        flag = " **over ceiling**" if r.over_ceiling else ""
+        per = "-" if math.isnan(r.per_expert) else f"{r.per_expert:,.0f}"
+        lines.append(f"| {r.id} | {r.label} | {r.kind} | {per} | {_fmt(r.measured, r.is_time)} | "
+                     f"{_fmt(r.expected, r.is_time)} | {_pct(r.error)} | {_fmt(r.ceiling, r.is_time)}{flag} | "
+                     f"{r.reason} |")
+    lines += ["", "| id | measurement | metric | why not predicted |", "|---|---|---|---|",
+              *(f"| {i} | {label} | {metric} | {reason} |" for i, label, metric, reason in excluded), ""]
+    return lines
+
+
 def main() -> int:
-    sys.stdout.write("\n".join(section()) + "\n")
+    sys.stdout.write("\n".join(section() + public_section()) + "\n")
     return 0
 
 

@@ -76,6 +76,8 @@ class Setup:
     """Achieved all-to-all bandwidth of the expert-parallel link. [B/s]"""
     ep_latency: Any = 1.0
     """Its base latency over the fitted latency of ``fabric``. [-]"""
+    ep_nodes: Any = 1
+    """Servers an expert-parallel group spans across the scale-out network (1 within one scale-up domain). [-]"""
     pipelined_prefill: Any = False
     """The engine overlaps a prompt's chunks across pipeline stages."""
     links: Any = ""
@@ -163,9 +165,16 @@ def _layout_fields(
         custom_max_bytes=limit, pp_bandwidth=bus(pp), pp_latency=ratio(pp), pp_hop=pp.hop_latency,
         ep_bandwidth=ep.bandwidth * (ep.alltoall_fraction or ep.bandwidth_fraction
                                      or fabrics[ep.fabric].bandwidth_fraction),
-        ep_latency=ratio(ep), pipelined_prefill=bool(collectives and collectives.pipelined_prefill),
+        ep_latency=ratio(ep), ep_nodes=_servers(device, plan.ep) if ep.name == "scale-out" else 1,
+        pipelined_prefill=bool(collectives and collectives.pipelined_prefill),
         links=", ".join(used) or "none",
     )
+
+
+def _servers(device: catalog.GPU, gpus: int) -> int:
+    """Servers ``gpus`` GPUs fill: one per scale-up domain, or per ``node_gpus`` when that is larger
+    (``interconnect.link_class``'s node). [-]"""
+    return -(-gpus // max(device.scale_up_domain, interconnect.bundled().node_gpus))
 
 
 def setup(

@@ -69,7 +69,9 @@ def engine_step(
         kv_bytes=where(active, formulas.kv_read_bytes(sequences, new, before, m.layout, m.kv_bpe, m.act_bpe, tp), 0.0),
         activation_bytes=where(active, moved, 0.0),
         allreduce_bytes=formulas.allreduce_bytes(tokens, m.hidden, m.act_bpe),
-        alltoall_bytes=formulas.alltoall_bytes(tokens, load, k, m.hidden, m.act_bpe, tp, ep, s.attention_dp),
+        alltoall_bytes=formulas.alltoall_bytes(tokens, load, k, m.hidden, m.act_bpe, tp, ep, s.attention_dp,
+                                              m.dispatch_bpe)
+        * formulas.alltoall_node_share(k, ep, where(new > 1, s.ep_nodes, 1)),  # prefill: NVLink-forwarding kernels
         touched=formulas.experts_touched(routed, m.num_experts, k, m.moe_layers),
     )
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpusizer import architecture, decode, memory, parallel, prefill, roofline
-from gpusizer.numeric import ceil, maximum, minimum, where
+from gpusizer.numeric import ceil, maximum, minimum, number, where
 
 __all__ = [
     "activation_bytes",
@@ -34,6 +34,7 @@ __all__ = [
     "allreduce_count",
     "alltoall_bytes",
     "alltoall_count",
+    "alltoall_node_share",
     "attention_flops",
     "busiest_rank_assignments",
     "collective_seconds",
@@ -320,23 +321,91 @@ def expert_compute_efficiency(compute_efficiency: Any, expert_compute: Any) -> A
 
 def alltoall_bytes(
     tokens: Any, assignments: Any, experts_per_token: Any, hidden: Any, act_bpe: Any, tp: Any, ep: Any,
-    attention_dp: Any,
+    attention_dp: Any, dispatch_bpe: Any = None,
 ) -> Any:
-    r"""What the busiest GPU moves in one MoE dispatch (or combine), its own share excluded.
+    r"""What the busiest GPU moves in one MoE all-to-all, its own share excluded: the mean of the dispatch
+    (tokens at ``dispatch_bpe``) and the combine (expert outputs at ``act_bpe``), so that the dispatch and the
+    combine of a layer (``alltoall_count``) add up to both.
+
+    ``tokens``, ``assignments`` (``busiest_rank_assignments``), ``experts_per_token``, ``hidden`` and the
+    layout degrees as above; ``act_bpe`` the combine's bytes per element, ``dispatch_bpe`` the dispatched
+    tokens' (``unpack.dispatch_bytes_per_element``; default ``act_bpe``). Returns bytes. [B]
 
     Notes
     -----
-    .. math:: M_{a2a} = \max(T\,k/t, A)\; d\; b_{act}\; (e - 1)/e
+    .. math:: M_{a2a} = \max(T\,k/t, A)\; d\; \frac{b_{disp} + b_{act}}{2}\; (e - 1)/e
 
     and 0 unless attention is data parallel (:math:`n_{adp} > 1`): otherwise every GPU already
-    holds every token and the MoE FFN is all-reduced like a dense one.
+    holds every token and the MoE FFN is all-reduced like a dense one. DeepEP's kernels dispatch in FP8
+    and combine in BF16 [2]_: at :math:`b_{disp} = 1` the dispatch moves half the combine's bytes.
 
     References
     ----------
     .. [1] D. Lepikhin et al., "GShard," arXiv:2006.16668, 2020.
+    .. [2] deepseek-ai/DeepEP:docs/legacy.md@0297fc80: "FP8 dispatching and BF16 combining";
+       low-latency kernels at EP64 move 128 tokens x 8 experts x 7,168 FP8 values in 173 us (43 GB/s) and
+       their BF16 combine in 314 us (46 GB/s).
+
+    Examples
+    --------
+    >>> float(alltoall_bytes(128, 1024, 8, 7168, 2.0, 1, 8, 8, dispatch_bpe=1.0)) / 1e6  # 1024 x 7168 x 1.5 x 7/8
+    9.633792
     """
     sent = maximum(tokens * experts_per_token / tp, assignments)
-    return where(attention_dp > 1, sent * hidden * act_bpe * (ep - 1.0) / ep, 0.0)
+    element = (act_bpe if dispatch_bpe is None else dispatch_bpe) + act_bpe
+    return where(attention_dp > 1, sent * hidden * element / 2.0 * (ep - 1.0) / ep, 0.0)
+
+
+def alltoall_node_share(experts_per_token: Any, ep: Any, nodes: Any) -> Any:
+    r"""Share of the per-expert copies of ``alltoall_bytes`` that cross the scale-out network when the dispatch
+    sends each token once per remote server and forwards it over NVLink inside the server (DeepEP's normal,
+    "NVLink and RDMA forwarding" kernels, which SGLang and vLLM run for prefill; their low-latency decode
+    kernels send one copy per expert: share 1).
+
+    Parameters
+    ----------
+    experts_per_token : array_like
+        :math:`k`. [-]
+    ep : array_like
+        Expert-parallel degree :math:`e`. [-]
+    nodes : array_like
+        Servers the group spans :math:`N` (``configuration.Setup.ep_nodes``; 1: no scale-out). [-]
+
+    Returns
+    -------
+    numeric
+        :math:`s`, in (0, 1]. [-]
+
+    Notes
+    -----
+    .. math:: s = \min\left(1,\; \frac{(N-1)\,\left(1-(1-1/N)^k\right)}{k\,(e-1)/e}\right)
+       \text{ for } N > 1, \text{ else } 1
+
+    The numerator is the expected number of remote servers a token's :math:`k` experts fall on under uniform
+    routing, the denominator the off-GPU copies ``alltoall_bytes`` counts. The NVLink leg inside the server
+    runs concurrently and is taken as hidden (about :math:`k` copies at the NVLink rate against :math:`s\,k`
+    at the NIC rate); DeepSeek-V3's node-limited routing (at most 4 servers) is not modelled.
+
+    References
+    ----------
+    .. [1] deepseek-ai/DeepEP:docs/legacy.md@0297fc80: normal kernels "optimized for asymmetric-domain
+       bandwidth forwarding, such as forwarding data from NVLink domain to RDMA domain", 43-58 GB/s RDMA
+       bottleneck bandwidth at EP16-64 on CX7 400 Gb/s; low-latency kernels "with pure RDMA".
+    .. [2] DeepSeek-AI, "DeepSeek-V3 technical report," arXiv:2412.19437, 2024, section 3.2.2 (each token
+       is sent over IB once per target node, then forwarded over NVLink).
+
+    Examples
+    --------
+    >>> round(float(alltoall_node_share(8, 32, 4)), 3)  # 4 servers: 2.70 remote servers against 7.75 copies
+    0.348
+    >>> float(alltoall_node_share(8, 8, 1))
+    1.0
+    """
+    k, n = number(experts_per_token), number(nodes)
+    several = maximum(n, 1.0)
+    remote = (several - 1.0) * (1.0 - (1.0 - 1.0 / several) ** k)
+    copies = k * (number(ep) - 1.0) / maximum(number(ep), 1.0)
+    return where(n > 1, minimum(1.0, remote / maximum(copies, 1e-30)), 1.0)
 
 
 def allreduce_bytes(tokens: Any, hidden: Any, act_bpe: Any) -> Any:

@@ -100,6 +100,8 @@ class ModelNumbers:
     """Intermediate width of one routed expert (0 without routed experts). [-]"""
     mxfp4_experts: bool = False
     """Whether the routed experts are stored in MXFP4 (which engines may pad: ``engines.padded_expert_share``)."""
+    dispatch_bpe: float = 2.0
+    """Bytes per element of the tokens an MoE dispatch sends (``dispatch_bytes_per_element``). [B]"""
 
 @cache  # records are frozen and hashable
 def model_numbers(record: catalog.Model, weights: str, expert_weights: str | None, kv_cache: str) -> ModelNumbers:
@@ -160,7 +162,24 @@ def model_numbers(record: catalog.Model, weights: str, expert_weights: str | Non
         experts=e,
         expert_width=record.moe.expert_intermediate_size if record.moe else 0,
         mxfp4_experts=e.name == "mxfp4" and record.moe is not None,
+        dispatch_bpe=dispatch_bytes_per_element(e, act_bpe),
     )
+
+
+#: Expert formats whose engines quantise the tokens to the experts' input format before the MoE dispatch:
+#: DeepEP's kernels dispatch FP8 and combine BF16 (deepseek-ai/DeepEP:docs/legacy.md@0297fc80, "FP8
+#: dispatching and BF16 combining", as SGLang and vLLM run them for block-FP8 checkpoints); NVFP4 is fused into
+#: the dispatch for W4A4 experts ("halves traffic": lmsys.org/blog/2025-09-25-gb200-part-2; vLLM "NVFP4 MoE
+#: dispatch": blog.vllm.ai 2026-02-03). MXFP4 (gpt-oss) runs with 16-bit activations on Hopper (W4A16), so
+#: its dispatch stays at the activation precision.
+QUANTISED_DISPATCH = ("fp8", "nvfp4")
+
+
+def dispatch_bytes_per_element(experts: precisions.Precision, act_bpe: float) -> float:
+    """Bytes per element of a dispatched token: the experts' format (with its scales) when its engines quantise
+    the tokens before the dispatch (``QUANTISED_DISPATCH``), else the activations'; the combine returns expert
+    outputs at the activation precision. [B]"""
+    return min(precisions.bytes_per_element(experts), act_bpe) if experts.name in QUANTISED_DISPATCH else act_bpe
 
 
 
