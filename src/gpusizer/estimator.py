@@ -10,7 +10,6 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields
-from functools import cache
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -254,15 +253,8 @@ def estimate(
 
 
 def _system(target: Any) -> catalog.System | None:
-    """The system a target names, None for a GPU."""
-    if isinstance(target, str):
-        return _systems().get(target.lower())
-    return target if isinstance(target, catalog.System) else None
-
-
-@cache
-def _systems() -> dict[str, catalog.System]:
-    return {s.id: s for s in catalog.systems()}
+    """The system a target names (an id or alias: ``catalog.find_system``), None for a GPU."""
+    return catalog.find_system(target)
 
 
 @cache_by_identity  # one table per calibration, engine and GPU: the speed caches key on the table's identity

@@ -28,6 +28,7 @@ __all__ = [
     "MAX_NAME",
     "MAX_PREFILL_STEPS",
     "MAX_TOKENS",
+    "SCHEMA_VERSION",
     "USAGE",
     "CommandError",
     "add_service_arguments",
@@ -40,6 +41,7 @@ __all__ = [
     "gpu_count",
     "help_options",
     "input_file",
+    "kv_cache",
     "json_text",
     "model",
     "positive_number",
@@ -72,6 +74,35 @@ MAX_PREFILL_STEPS = 50_000_000
 """Most prefill chunk steps ``gpusizer sweep`` computes: rows times the chunks of the longest prompt at
 the smallest chunk of the engines asked for. A chunk step of a row costs about 0.1 us, so the prefill of
 a grid stays within seconds (a 16M-token context on llama.cpp is 32,768 steps of 512 tokens). [-]"""
+
+SCHEMA_VERSION = 1
+"""Version of the ``--json`` objects of ``fit``, ``layouts``, ``shortlist`` and ``throughput``
+(``"schema_version"``): raised when a field is renamed or removed or changes meaning. [-]"""
+
+#: llama.cpp's ``--cache-type-k/-v`` names and the catalogue KV-cache precision each one is sized as.
+#: ``q8_0`` stores 32 int8 values and one fp16 scale per block (34 bytes per 32 elements, ggml-org/llama.cpp
+#: ``ggml/src/ggml-common.h`` ``block_q8_0``): sized as int8, the scale's 1/16 left out.
+LLAMA_CPP_KV = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "q8_0": "int8"}
+
+#: llama.cpp KV-cache types that no catalogue precision sizes (4- and 5-bit blocks).
+LLAMA_CPP_KV_UNSIZED = ("q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
+
+KV_CACHE_HELP = "bf16, fp16, fp8, fp8_e5m2, int8, fp32; llama.cpp's f16, bf16, f32 and q8_0 (sized as int8)"
+
+
+def kv_cache(text: str) -> str:
+    """Argument type of ``--kv-cache``: a catalogue KV precision, or llama.cpp's name of one (``LLAMA_CPP_KV``).
+
+    >>> kv_cache("q8_0"), kv_cache("F16"), kv_cache("fp8")
+    ('int8', 'fp16', 'fp8')
+    """
+    key = text.strip().lower()
+    if key in LLAMA_CPP_KV_UNSIZED:
+        raise argparse.ArgumentTypeError(
+            f"llama.cpp's {key} KV cache is a 4/5-bit block type that the catalogue does not size; "
+            "int8 (q8_0) is the smallest KV cache it sizes")
+    return LLAMA_CPP_KV.get(key, key)
+
 
 MAX_NAME = 255
 """Longest model name or path component accepted (NAME_MAX of Linux and macOS file systems). [character]"""
