@@ -1,8 +1,8 @@
 """``gpusizer throughput MODEL GPU``: offline throughput, the largest rate within targets, latencies at a rate.
 
-    gpusizer throughput llama-3.1-8b h100 --prompt 1k --output 256
+    gpusizer throughput llama-3.1-8b h100 --prompt 1k --output-tokens 256
     gpusizer throughput llama-2-70b h200 --gpus 8 --layout tp1xdp8 --weights fp8 --engine trtllm \\
-        --prompt 1k --output 256 --rate 30 --ttft-p95 2s --tpot-p95 200ms --quantile 0.99 --json
+        --prompt 1k --output-tokens 256 --rate 30 --ttft-p95 2s --tpot-p95 200ms --quantile 0.99 --json
 
 Readable by default; ``--json`` gives every figure (strict JSON, ``null`` for a figure that is not
 finite). Argument parsing and output only: the numbers come from ``gpusizer.serving.throughput``.
@@ -20,8 +20,8 @@ from gpusizer.commands import common
 __all__ = ["register", "text"]
 
 EXAMPLES = (
-    "gpusizer throughput llama-3.1-8b h100 --prompt 1k --output 256\n"
-    "gpusizer throughput llama-3.1-8b h100 --prompt 1k --output 256 --rate 10 --ttft-p95 500ms --tpot-p95 50ms\n"
+    "gpusizer throughput llama-3.1-8b h100 --prompt 1k --output-tokens 256\n"
+    "gpusizer throughput llama-3.1-8b h100 --prompt 1k --output-tokens 256 --rate 10 --ttft-p95 500ms --tpot-p95 50ms\n"
     "gpusizer throughput llama-2-70b h200 --gpus 8 --layout tp1xdp8 --weights fp8 --engine trtllm --max-seqs 806 "
     "--rate 30 --ttft-p95 2s --tpot-p95 200ms --quantile 0.99 --json"
 )
@@ -39,7 +39,7 @@ def register(commands: Any) -> None:
     parser.add_argument("model", help="catalogue id (gpusizer models) or a path to a config.json / checkpoint folder")
     parser.add_argument("gpu", help="catalogue id or alias (gpusizer gpus), or a system id such as hgx-h200-8x")
     parser.add_argument("--prompt", type=common.positive_tokens, default=1024, help="mean prompt tokens (default 1k)")
-    parser.add_argument("--output", type=common.positive_tokens, default=256,
+    parser.add_argument("--output-tokens", dest="output", type=common.positive_tokens, default=256,
                         help="mean output tokens, first token included (default 256)")
     parser.add_argument("--rate", type=common.positive_number, default=None,
                         help="requests per second to the whole system: report TTFT/TPOT p50/p95/p99 there")
@@ -59,7 +59,7 @@ def register(commands: Any) -> None:
                         help="expected capacity and latencies by discrete-event simulation (slower)")
     parser.add_argument("--seed", type=common.count, default=None, help="seed of the simulation (default 0)")
     parser.add_argument("--allow-beyond-max-context", action="store_true",
-                        help="accept --prompt + --output past the model's maximum context")
+                        help="accept --prompt + --output-tokens past the model's maximum context")
     parser.add_argument("--json", action="store_true", help="every figure as strict JSON")
     parser.set_defaults(handler=_handler)
 
@@ -76,7 +76,7 @@ def _handler(args: argparse.Namespace) -> str:
                         method="simulation" if args.simulate else "closed-form",
                         seed=0 if args.seed is None else args.seed)
     if args.json:
-        data = result.to_dict()
+        data = {"schema_version": common.SCHEMA_VERSION, **result.to_dict()}
         if args.rate is None:
             data["workload"]["rate"] = None  # no rate was asked: latency is null
         return common.json_text(data)
