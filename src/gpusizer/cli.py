@@ -177,99 +177,12 @@ def engine_memory(result: Estimate, profile: engines.EngineProfile | None = None
     return {"engine": profile.name, "memory_fraction": profile.memory_fraction, **terms}
 
 
-def _plural(n: int, noun: str) -> str:
-    """``"1 sequence"``, ``"16 sequences"``."""
-    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
-
-
-def _size(value: float) -> str:
-    return f"{value / GB:9.2f} GB  {value / GiB:8.2f} GiB"
-
-
 def fit_text(result: Estimate, device: catalog.GPU, record: catalog.Model, layout_note: str = "given") -> str:
-    """A readable breakdown and a one-line verdict; a warning when the context is past the model's maximum.
+    """``fit``'s readable breakdown and one-line verdict: ``display.estimate_text``, which ``print(estimate)``
+    shows too; ``layout_note`` says how the layout was chosen (``choose_layout``)."""
+    from gpusizer import display
 
-    ``layout_note``: how the layout was chosen (``choose_layout``), shown unless it was given.
-    """
-    m = result.memory
-    weights = result.weights + (f" (experts {result.expert_weights})" if result.expert_weights else "")
-    lines = [
-        f"{result.model} on {result.gpus} x {device.name} ({result.engine}), weights {weights}, "
-        f"KV cache {result.kv_cache}",
-        *([f"layout {layout_note}"] if layout_note != "given" else []),
-        f"context {result.context:,} tokens x {_plural(result.concurrency, 'sequence')}, per GPU:",
-        "",
-        f"  weights      {_size(m.weights_bytes)}",
-        f"  KV cache     {_size(m.kv_cache_bytes)}",
-        f"  activations  {_size(m.activation_bytes)}",
-        f"  runtime      {_size(m.runtime_bytes)}",
-        f"  total        {_size(m.total_bytes)}",
-        f"  engine share {_size(m.budget_bytes)}   the {result.engine} share of the capacity "
-        f"({m.budget_bytes / m.capacity_bytes:.0%})",
-        f"  capacity     {_size(m.capacity_bytes)}   {capacity_source(device, m.capacity_bytes)}",
-        f"  headroom     {_size(m.headroom_bytes)}   engine share - total",
-        "",
-    ]
-    fitting, asked = _plural(result.max_concurrency, "sequence"), _plural(result.concurrency, "sequence")
-    limits = (
-        f"the KV pool holds {result.kv_pool_tokens:,} tokens: {fitting} of {result.context:,} tokens, "
-        f"or {asked} of up to {result.max_context:,} tokens"
-        f"{' (the model maximum)' if result.max_context == record.max_context else ''}."
-    )
-    d, p = result.decode, result.prefill
-    lines += [
-        f"  decode       {d.expected_tokens_per_second:9.1f} tok/s per user expected "
-        f"(p10-p90 {d.band[0]:.1f}-{d.band[1]:.1f}; ceiling {d.ceiling_tokens_per_second:.1f}), "
-        f"{d.expected_aggregate_tokens_per_second:.0f} tok/s aggregate, {d.bound}-bound, each sequence holding "
-        f"{result.context:,} tokens",
-        prefill_text(p),
-        *parallel_text(result),
-        *([] if result.fits else ["  (speeds as if it fitted: no engine would start this configuration)"]),
-        "",
-    ]
-    if result.context_exceeds_model_max:
-        lines += [f"warning: {result.context:,} tokens exceed the model's maximum context of "
-                  f"{record.max_context:,} tokens; the sizes are extrapolated", ""]
-    if result.fits:
-        verdict = f"FITS with {m.headroom_bytes / GB:.2f} GB headroom per GPU; {limits}"
-    else:
-        verdict = f"DOES NOT FIT: {-m.headroom_bytes / GB:.2f} GB short per GPU; {limits}"
-    return "\n".join([*lines, verdict])
-
-
-def capacity_source(device: catalog.GPU, capacity: float) -> str:
-    """Where the capacity of one GPU comes from, beside the memory the vendor lists (``gpusizer gpus``).
-
-    >>> capacity_source(catalog.gpu("h200"), 150.02e9)
-    'the driver reports; H200 SXM is listed as 141 GB'
-    """
-    listed = f"{device.name} is listed as {device.memory / GB:.0f} GB"
-    if capacity < device.capacity * 0.999:  # unified memory: the engine's share of it
-        return f"the share of unified memory the GPU may wire ({capacity / device.capacity:.0%}); {listed}"
-    if device.memory_usable is not None:
-        return f"the driver reports; {listed}"
-    return f"as listed (the driver's figure is not in the catalogue); {listed}"
-
-
-def prefill_text(p: Any) -> str:
-    """The prefill line of ``fit``'s text; says why when the expected time is unknown."""
-    if p.seconds_expected is None:
-        return (f"  prefill      unknown for {p.prompt:,} prompt tokens: {p.unknown} (memory-bound ceiling "
-                f"{p.seconds_ceiling * 1e3:.0f} ms, TTFT ceiling {p.ttft_seconds_ceiling * 1e3:.0f} ms)")
-    return (f"  prefill      {p.seconds_expected * 1e3:9.0f} ms for {p.prompt:,} prompt tokens expected "
-            f"(ceiling {p.seconds_ceiling * 1e3:.0f} ms); TTFT {p.ttft_seconds_expected * 1e3:.0f} ms")
-
-
-def parallel_text(result: Estimate) -> list[str]:
-    """The layout line of ``fit``'s text: empty on one GPU."""
-    q = result.parallel
-    if q is None or q.gpus == 1:
-        return []
-    return [
-        f"  parallel     {q.layout} over {q.links}: scaling efficiency {q.scaling_efficiency:.0%} "
-        f"({q.speedup:.2f}x one GPU), communication {q.communication_seconds_per_step * 1e3:.2f} ms per step "
-        f"({q.communication_share:.0%})"
-    ]
+    return display.estimate_text(result, device=device, record=record, layout_note=layout_note)
 
 
 def _gpu_rows() -> list[dict[str, Any]]:

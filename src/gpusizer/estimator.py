@@ -124,6 +124,8 @@ class Estimate(Presented):
     """Prefill of one ``prompt`` and its time to first token."""
     parallel: ParallelBreakdown | None = None
     """Layout, links, scaling efficiency and communication share (always set by ``estimate``)."""
+    gpu_name: str = ""
+    """The GPU's name (``GPU.name``: a custom record's as well as the catalogue's)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict; arrays become lists, sizes in bytes become integers."""
@@ -237,6 +239,7 @@ def estimate(
     return Estimate(
         model=record.id,
         gpu=device.id,
+        gpu_name=device.name,
         engine=profile.name,
         gpus=count,
         weights=w,

@@ -112,7 +112,8 @@ def _shortlist(args: argparse.Namespace) -> str:
                       prices=prices or None, weights=args.weights, engine=args.engine, simulate=args.simulate,
                       seed=args.seed)
     if args.json:
-        data = {"schema_version": common.SCHEMA_VERSION, "model": table.model, "workload": workload.model_dump(), "slo": slo.model_dump(),
+        data = {"schema_version": common.SCHEMA_VERSION, "model": table.model, "workload": workload.model_dump(),
+                "slo": slo.model_dump(),
                 "price_source": table.price_source, "context_exceeds_model_max": table.context_exceeds_model_max,
                 "rows": table.to_dicts(),
                 "dropped": [vars(d) for d in table.dropped]}
@@ -153,14 +154,15 @@ def text(table: Any, top: int = 10) -> str:
           if table.context_exceeds_model_max else []),
         "",
     ]
-    headers = ["#", "configuration", "max req/s (band)", "simulated", "replicas", "$/h", "$/Mtok (band)", "in/out $/Mtok",
-               "J/tok", f"TTFT {q} ms", f"TPOT {q} ms", "limited by"]
+    headers = ["#", "configuration", "max req/s (band)", "simulated", "replicas", "$/h", "$/Mtok (band)",
+               "in/out $/Mtok", "J/tok", f"TTFT {q} ms", f"TPOT {q} ms", "limited by"]
     cells = []
     for i, r in enumerate(table.rows[:top]):
         low, high = r.max_rate_band
         cells.append([
             str(i + 1), r.configuration, f"{r.max_rate:.2f} ({low:.2f}-{high:.2f})",
-            "-" if math.isnan(r.simulated_max_rate) else f"{r.simulated_max_rate:.2f}", str(r.replicas), "-" if not math.isfinite(r.usd_per_hour) else f"{r.usd_per_hour:,.2f}",
+            "-" if math.isnan(r.simulated_max_rate) else f"{r.simulated_max_rate:.2f}", str(r.replicas),
+            "-" if not math.isfinite(r.usd_per_hour) else f"{r.usd_per_hour:,.2f}",
             f"{_money(r.usd_per_million_tokens)} ({_money(r.usd_per_million_tokens_band[0])}-"
             f"{_money(r.usd_per_million_tokens_band[1])})",
             f"{_money(r.usd_per_million_input_tokens)}/{_money(r.usd_per_million_output_tokens)}",

@@ -3,8 +3,8 @@
 Each candidate of ``shortlister.screen`` is loaded with the closed forms of ``serving`` (the largest
 rate within the SLO and its band), replicated until the replicas serve the workload's rate, priced
 (``cost``) and ranked by cost per million tokens; the ``simulate`` cheapest are checked with the
-discrete-event simulation (``Row.simulated_*``, beside the closed forms, which alone rank and price). Composition only: the physics lives in
-``serving``, ``cost``, ``estimator`` and ``performance``.
+discrete-event simulation (``Row.simulated_*``, beside the closed forms, which alone rank and price).
+Composition only: the physics lives in ``serving``, ``cost``, ``estimator`` and ``performance``.
 """
 from __future__ import annotations
 

@@ -87,7 +87,8 @@ class Row:
     simulated_max_rate: float = math.nan
     """The discrete-event simulation's ``max_rate`` (NaN unless the row was simulated). [1/s]"""
     simulated_ttft: float = math.nan
-    """The simulation's TTFT at the SLO quantile, at the rate each of ``replicas`` receives (NaN unless simulated). [s]"""
+    """The simulation's TTFT at the SLO quantile at the rate each of ``replicas`` receives (NaN unless simulated).
+    [s]"""
     simulated_tpot: float = math.nan
     """The simulation's TPOT at the SLO quantile (NaN unless simulated). [s]"""
     simulated_e2e: float = math.nan
