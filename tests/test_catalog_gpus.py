@@ -317,7 +317,7 @@ def test_every_alias_resolves_to_its_own_record(gpus):
     for record in gpus.values():
         for name in (record.id, record.name, *record.aliases):
             if catalog.normalise(name) in catalog.AMBIGUOUS:
-                with pytest.raises(KeyError, match="ambiguous.*a100-40gb-sxm.*a100-80gb-sxm"):
+                with pytest.raises(KeyError, match=r"ambiguous.*a100-40gb-sxm.*a100-80gb-sxm"):
                     gpusizer.gpu(name)
             else:
                 assert gpusizer.gpu(name).id == record.id

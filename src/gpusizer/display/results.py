@@ -54,7 +54,7 @@ def _setup(e: Any) -> str:
     weights = e.weights + (f" (experts {e.expert_weights})" if e.expert_weights else "")
     layout = getattr(getattr(e, "parallel", None), "layout", None)
     split = f"{layout}, " if layout and e.gpus > 1 else ""
-    return f"{e.model} on {e.gpus} x {e.gpu} ({split}{e.engine}), weights {weights}, KV cache {e.kv_cache}"
+    return f"{e.model} on {e.gpus} x {_gpu_name(e, None)} ({split}{e.engine}), weights {weights}, KV cache {e.kv_cache}"
 
 
 def _is_sweep(e: Any) -> bool:

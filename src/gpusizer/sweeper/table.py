@@ -24,8 +24,8 @@ __all__ = ["AXES", "REPEATS", "Sweep", "estimate_row", "put"]
 #: Axes of the grid, slowest first (``layout`` only for a sequence of layouts, ``prompt`` only when given).
 AXES = ("model", "gpu", "gpu_count", "layout", "weights", "kv_cache", "engine", "context", "prompt", "concurrency")
 
-#: Estimate fields that are axis values already, or repeat one.
-REPEATS = {"decode_context", "decode_concurrency", "prefill_prompt", "parallel_gpus"}
+#: Estimate fields that are axis values already, or repeat one (``gpu_name`` names the ``gpu`` axis's id).
+REPEATS = {"decode_context", "decode_concurrency", "prefill_prompt", "parallel_gpus", "gpu_name"}
 _RENAMED = {"gpus": "gpu_count"}
 
 
