@@ -45,13 +45,14 @@ def test_the_best_valid_layout_of_three_h100s_for_llama_70b_is_pp3(capsys):
     assert [p.name for p in gpusizer.parallel.candidates(catalog.model("llama-3.1-70b"), 3)] == ["dp3", "pp3"]
     status, out, _ = run(capsys, "fit", "llama-3.1-70b", "h100", "--gpus", "3", "--json")
     data = json.loads(out)
-    assert data["parallel"]["layout"] == "pp3" and data["gpus"] == 3 and data["fits"] is True
+    assert status == 0 and data["parallel"]["layout"] == "pp3" and data["gpus"] == 3 and data["fits"] is True
     assert data["layout_choice"].startswith("pp3: the best valid layout of 3 GPUs")
 
 
 def test_the_default_layout_on_a_system_matches_estimate_with_that_layout(capsys):
     status, out, _ = run(capsys, "fit", "llama-3.1-70b", "hgx-h200-8x", "--json")
     data = json.loads(out)
+    assert status == 0
     e = gpusizer.estimate("llama-3.1-70b", "hgx-h200-8x", layout=data["parallel"]["layout"])
     assert data["memory"]["total_bytes"] == round(e.memory.total_bytes)
     assert data["parallel"]["layout"] == "tp8"  # where tp over the whole board is valid, it is also the best

@@ -241,7 +241,7 @@ def _records(e: Any) -> tuple[Any, Any]:
     """The catalogue GPU and model of an estimate, each None when the catalogue does not hold it (a custom one)."""
     from gpusizer import catalog
 
-    found = []
+    found: list[Any] = []
     for lookup, name in ((catalog.gpu, e.gpu), (catalog.model, e.model)):
         try:
             found.append(lookup(name))
