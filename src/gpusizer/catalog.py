@@ -160,7 +160,7 @@ def closest(name: str, choices: Iterable[str], n: int = 3) -> list[str]:
     ``llama-3.1-70b``), then ``difflib``'s closest spellings.
 
     >>> closest("llama-70b", ["llama-3.1-8b", "llama-3.1-70b", "llama-3.3-70b"])
-    ['llama-3.1-70b', 'llama-3.3-70b', 'llama-3.1-8b']
+    ['llama-3.3-70b', 'llama-3.1-70b', 'llama-3.1-8b']
     """
     choices = list(choices)
     words = [w for w in normalise(name).split("-") if w]
