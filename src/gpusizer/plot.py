@@ -155,7 +155,7 @@ def memory_breakdown(
         ax.bar(x, parts[:, k] / scale, bottom=bottom, color=f"C{k}", width=0.6, label=part)
         bottom += parts[:, k] / scale
     ax.hlines(capacity / scale, x - 0.4, x + 0.4, colors="k", lw=2, label="capacity")
-    ax.hlines(budget / scale, x - 0.4, x + 0.4, colors="k", lw=1.2, linestyles="--", label="engine budget")
+    ax.hlines(budget / scale, x - 0.4, x + 0.4, colors="k", lw=1.2, linestyles="--", label="engine share")
     ax.set_xticks(x, names, fontsize=8)
     ax.set(ylabel=f"memory per GPU [{unit}]", title="Memory per GPU")
     ax.grid(True, axis="y", lw=0.3)

@@ -75,7 +75,7 @@ def estimate_summary(e: Any) -> str:
 def _memory_rows(e: Any) -> list[dict[str, Any]]:
     m = e.memory
     parts = [("weights", m.weights_bytes), ("KV cache", m.kv_cache_bytes), ("activations", m.activation_bytes),
-             ("runtime", m.runtime_bytes), ("total", m.total_bytes), ("budget", m.budget_bytes),
+             ("runtime", m.runtime_bytes), ("total", m.total_bytes), ("engine share", m.budget_bytes),
              ("capacity", m.capacity_bytes), ("headroom", m.headroom_bytes)]
     return [{"part": name, "GB": value, "GiB": value} for name, value in parts]
 
@@ -267,13 +267,13 @@ def _memory_bar(e: Any) -> str:
     )
     budget = 100 * float(m.budget_bytes) / scale
     capacity = 100 * float(m.capacity_bytes) / scale
-    marks = (f'<div title="budget" style="position:absolute;left:{budget:.2f}%;top:0;height:100%;'
+    marks = (f'<div title="engine share" style="position:absolute;left:{budget:.2f}%;top:0;height:100%;'
              f'border-left:2px dashed #333"></div><div title="capacity" style="position:absolute;'
              f'left:{capacity:.2f}%;top:0;height:100%;border-left:2px solid #000"></div>')
     legend = " ".join(f'<span style="color:{c}">&#9632;</span> {html.escape(n)}' for n, c in _PART_COLOURS.items())
     return (f'<div style="position:relative;display:flex;width:100%;max-width:600px;height:14px;'
             f'border:1px solid #999;margin:4px 0">{blocks}{marks}</div><div style="font-size:0.8em">{legend}; '
-            f"dashed: engine budget, solid: capacity</div>")
+            f"dashed: engine share, solid: capacity</div>")
 
 
 def estimate_html(e: Any) -> str:
