@@ -217,3 +217,13 @@ def test_shortlist_and_throughput_take_output_tokens(capsys):
                          "--json")
     data = json.loads(out)
     assert status == 0 and data["workload"]["output_tokens"] == 256 and data["schema_version"] == 1
+
+
+def test_throughput_takes_the_best_valid_layout_too_and_refuses_an_invalid_one(capsys):
+    status, out, err = run(capsys, "throughput", "llama-3.1-70b", "h100", "--gpus", "3")
+    best = gpusizer.best_layout("llama-3.1-70b", "h100", 3, objective="throughput", context=1024 + 256)[0].layout
+    assert status == 0 and err == "" and best == "pp3"  # 64 heads: no tp3
+    assert out.startswith("layout pp3: the best valid layout of 3 GPUs (the most tokens/s with full KV pools")
+    assert "llama-3.1-70b on 3 x H100 SXM: 1 x pp3 (vllm" in out
+    status, _, err = run(capsys, "throughput", "llama-3.1-70b", "h100", "--gpus", "3", "--layout", "tp")
+    assert status == 2 and "valid layouts of 3 GPUs: dp3, pp3" in err

@@ -313,49 +313,12 @@ def _fit(args: argparse.Namespace) -> str:
     common.check_context(record, context, args.prompt, args.allow_beyond_max_context)
     options = dict(weights=args.weights, kv_cache=args.kv_cache, context=context, concurrency=args.concurrency,
                    prompt=args.prompt, engine=args.engine, calibration=_calibration(args.calibration))
-    layout, note = choose_layout(record, args.gpu, args.gpus, args.layout, options)
+    layout, note = common.choose_layout(record, args.gpu, args.gpus, args.layout, options)
     result = estimate(record, args.gpu, gpus=args.gpus, layout=layout, **options)
     if args.json:
         return common.json_text({"schema_version": common.SCHEMA_VERSION, **fit_json(result),
                                  "layout_choice": note})
     return fit_text(result, catalog.gpu(result.gpu), record, layout_note=note)
-
-
-def choose_layout(record: catalog.Model, target: str, gpus: int | None, layout: str | None,
-                  options: dict[str, Any]) -> tuple[str, str]:
-    """The layout ``fit`` estimates, and a line saying how it was chosen.
-
-    No ``--layout`` on one GPU: ``tp`` (one GPU, nothing to split). No ``--layout`` on several:
-    ``layouts.default_layout``, the best valid layout. A ``--layout`` that engines refuse
-    (``parallel.check``, heads included): ``CommandError`` listing the valid layouts of that many GPUs.
-    """
-    from gpusizer import estimator, layouts, parallel
-
-    bare = layout is None or layout.strip().lower() in ("tp", "pp", "ep", "dp", "layer")
-    if gpus is None and layout is not None and not bare and catalog.find_system(target) is None:
-        gpus = parallel.layout(layout).gpus  # an explicit layout on a bare GPU says how many, as estimate reads it
-    _, count = estimator.resolve_target(target, gpus)
-    if layout is None:
-        if count == 1:
-            return "tp", "given"
-        chosen = layouts.default_layout(record, target, count, **options)
-        if chosen is None:
-            raise CommandError(f"--gpus {count}: {record.id} allows no layout of {count} GPUs (more stages than "
-                               "layers, or heads that divide by no tensor-parallel degree); try another count")
-        name, fits = chosen
-        how = "the fastest per user of the layouts that fit" if fits else "none fits; the nearest to fitting"
-        return name, f"{name}: the best valid layout of {count} GPUs ({how}; --layout to choose, gpusizer layouts " \
-                     "ranks them)"
-    plan = parallel.layout(layout, count)
-    try:
-        parallel.check(plan, record)
-    except ValueError as error:
-        valid = [p.name for p in parallel.candidates(record, count)][:6]
-        reason = str(error).split(";")[0]
-        raise CommandError(f"--layout {layout}: {reason}, which engines refuse; valid layouts of {count} GPUs: "
-                           f"{', '.join(valid) or 'none'} (gpusizer layouts {record.id} {target} --gpus {count} "
-                           "ranks them)") from None
-    return layout, "given"
 
 
 def _calibration(path: Path | None) -> Any:

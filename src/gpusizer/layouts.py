@@ -153,10 +153,10 @@ def best_layout(
 
 
 def default_layout(model: str | catalog.Model, gpu: str | catalog.GPU | catalog.System, gpus: int | None = None,
-                   **options: Any) -> tuple[str, bool] | None:
-    """The layout ``gpusizer fit`` takes when none is given, and whether it fits.
+                   *, objective: str = "latency", **options: Any) -> tuple[str, bool] | None:
+    """The layout ``gpusizer fit`` (and ``throughput``) takes when none is given, and whether it fits.
 
-    The first of ``best_layout`` (latency) when a layout fits; else, of every valid layout
+    The first of ``best_layout`` (by ``objective``) when a layout fits; else, of every valid layout
     (``parallel.candidates``), the one with the most headroom per GPU (the nearest to fitting); None
     when the model allows no layout of that many GPUs. Arguments as for ``best_layout``.
 
@@ -165,7 +165,7 @@ def default_layout(model: str | catalog.Model, gpu: str | catalog.GPU | catalog.
     >>> default_layout("llama-3.1-70b", "h100-sxm", 3)   # 64 heads do not divide by 3: pipeline
     ('pp3', True)
     """
-    ranked = best_layout(model, gpu, gpus, **options)
+    ranked = best_layout(model, gpu, gpus, objective=objective, **options)
     if ranked:
         return ranked[0].layout, True
     plans, common = _candidates(model, gpu, gpus, options)

@@ -34,6 +34,7 @@ __all__ = [
     "add_service_arguments",
     "check_context",
     "check_output",
+    "choose_layout",
     "count",
     "default_context",
     "duration",
@@ -254,6 +255,45 @@ def check_context(record: catalog.Model, context: int, prompt: int | None, allow
                 f"{flag} {value:,} is beyond the maximum context of {record.id} ({limit:,} tokens); "
                 "pass --allow-beyond-max-context to size it anyway"
             )
+
+
+def choose_layout(record: catalog.Model, target: str, gpus: int | None, layout: str | None,
+                  options: dict[str, Any], objective: str = "latency") -> tuple[str, str]:
+    """The layout a command sizes (``fit``, ``throughput``), and a line saying how it was chosen.
+
+    No ``--layout`` on one GPU: ``tp`` (one GPU, nothing to split). No ``--layout`` on several:
+    ``layouts.default_layout``, the best valid layout for ``objective``. A ``--layout`` that engines refuse
+    (``parallel.check``, heads included): ``CommandError`` listing the valid layouts of that many GPUs.
+    ``options``: ``best_layout``'s (weights, kv_cache, context, concurrency, prompt, engine, calibration).
+    """
+    from gpusizer import estimator, layouts, parallel
+
+    bare = layout is None or layout.strip().lower() in ("tp", "pp", "ep", "dp", "layer")
+    if gpus is None and layout is not None and not bare and catalog.find_system(target) is None:
+        gpus = parallel.layout(layout).gpus  # an explicit layout on a bare GPU says how many, as estimate reads it
+    _, count = estimator.resolve_target(target, gpus)
+    if layout is None:
+        if count == 1:
+            return "tp", "given"
+        chosen = layouts.default_layout(record, target, count, objective=objective, **options)
+        if chosen is None:
+            raise CommandError(f"--gpus {count}: {record.id} allows no layout of {count} GPUs (more stages than "
+                               "layers, or heads that divide by no tensor-parallel degree); try another count")
+        name, fits = chosen
+        fastest = "the fastest per user" if objective == "latency" else "the most tokens/s with full KV pools"
+        how = f"{fastest} of the layouts that fit" if fits else "none fits; the nearest to fitting"
+        return name, f"{name}: the best valid layout of {count} GPUs ({how}; --layout to choose, gpusizer layouts " \
+                     "ranks them)"
+    plan = parallel.layout(layout, count)
+    try:
+        parallel.check(plan, record)
+    except ValueError as error:
+        valid = [p.name for p in parallel.candidates(record, count)][:6]
+        reason = str(error).split(";")[0]
+        raise CommandError(f"--layout {layout}: {reason}, which engines refuse; valid layouts of {count} GPUs: "
+                           f"{', '.join(valid) or 'none'} (gpusizer layouts {record.id} {target} --gpus {count} "
+                           "ranks them)") from None
+    return layout, "given"
 
 
 def default_context(record: catalog.Model, context: int | None, default: int = 8192) -> int:

@@ -14,7 +14,7 @@ import argparse
 import math
 from typing import Any
 
-from gpusizer import engines
+from gpusizer import catalog, engines
 from gpusizer.commands import common
 
 __all__ = ["register", "text"]
@@ -46,8 +46,9 @@ def register(commands: Any) -> None:
     common.add_service_arguments(parser, "default 0.95; MLPerf Server uses 0.99")
     parser.add_argument("--gpus", type=common.gpu_count, default=None,
                         help=f"all GPUs of the system (default 1 or the system's; at most {common.MAX_GPUS})")
-    parser.add_argument("--layout", default="tp", help="one replica's split, times replicas: tp (default: one "
-                        "replica over every GPU), tp2xdp4 (four replicas of tp2), pp, tp8+ep8, ...")
+    parser.add_argument("--layout", default=None, help="one replica's split, times replicas: tp (one replica over "
+                        "every GPU), tp2xdp4 (four replicas of tp2), pp, tp8+ep8, ...; a layout engines refuse is "
+                        "refused (default: the valid layout with the most tokens/s, and the output says which)")
     parser.add_argument("--engine", default="vllm", help=f"engine profile: {', '.join(engines.ENGINES)}")
     parser.add_argument("--weights", help="weight precision (default: checkpoint)")
     parser.add_argument("--kv-cache", help="KV-cache dtype (default: model activation dtype)")
@@ -70,17 +71,20 @@ def _handler(args: argparse.Namespace) -> str:
     record = common.model(args.model)
     common.check_context(record, args.prompt + args.output, None, args.allow_beyond_max_context)
     workload, slo = common.service(args, args.rate or 1.0)
-    result = throughput(record, args.gpu, workload=workload, slo=slo, gpus=args.gpus, layout=args.layout,
+    options = dict(weights=args.weights, kv_cache=args.kv_cache, context=args.prompt + args.output,
+                   engine=args.engine)
+    layout, note = common.choose_layout(record, args.gpu, args.gpus, args.layout, options, objective="throughput")
+    result = throughput(record, args.gpu, workload=workload, slo=slo, gpus=args.gpus, layout=layout,
                         engine=args.engine, weights=args.weights, kv_cache=args.kv_cache, max_sequences=args.max_seqs,
                         batched_tokens=args.max_batched_tokens, latencies=args.rate is not None,
                         method="simulation" if args.simulate else "closed-form",
                         seed=0 if args.seed is None else args.seed)
     if args.json:
-        data = {"schema_version": common.SCHEMA_VERSION, **result.to_dict()}
+        data = {"schema_version": common.SCHEMA_VERSION, **result.to_dict(), "layout_choice": note}
         if args.rate is None:
             data["workload"]["rate"] = None  # no rate was asked: latency is null
         return common.json_text(data)
-    return text(result)
+    return text(result) if note == "given" else f"layout {note}\n{text(result)}"
 
 
 def _rate(value: float) -> str:
@@ -92,11 +96,19 @@ def _ms(value: float) -> str:
         f"{value * 1e3:.2f} ms"
 
 
+def _name(gpu: str) -> str:
+    """A catalogue GPU's name (``H100 SXM``), or ``gpu`` itself for a record the catalogue does not hold."""
+    try:
+        return catalog.gpu(gpu).name
+    except KeyError:
+        return gpu
+
+
 def text(result: Any) -> str:
     """The readable answer: the configuration, then offline, capacity and latency lines."""
     w, o = result.workload, result.offline
     lines = [
-        f"{result.model} on {result.gpus} x {result.gpu}: {result.replicas} x {result.layout} ({result.engine}, "
+        f"{result.model} on {result.gpus} x {_name(result.gpu)}: {result.replicas} x {result.layout} ({result.engine}, "
         f"weights {result.weights}, KV {result.kv_cache}); {w.prompt_tokens:,.0f} prompt + {w.output_tokens:,.0f} "
         f"output tokens ({w.prompt_distribution})",
         f"engine caps per replica: {result.max_sequences:,} sequences, {result.batched_tokens:,} tokens per step, "
