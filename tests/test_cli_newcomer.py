@@ -3,6 +3,7 @@
 import csv
 import io
 import json
+import re
 import warnings
 from importlib import metadata
 
@@ -227,3 +228,26 @@ def test_throughput_takes_the_best_valid_layout_too_and_refuses_an_invalid_one(c
     assert "llama-3.1-70b on 3 x H100 SXM: 1 x pp3 (vllm" in out
     status, _, err = run(capsys, "throughput", "llama-3.1-70b", "h100", "--gpus", "3", "--layout", "tp")
     assert status == 2 and "valid layouts of 3 GPUs: dp3, pp3" in err
+
+
+def test_docs_cli_synopsis_names_only_flags_that_help_lists(capsys):
+    # docs/cli.md's synopsis against each command's --help: a renamed flag (shortlist --output ->
+    # --output-tokens) cannot linger in the documentation
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text(encoding="utf-8")
+    synopsis = page.split("\n\n")[1]
+    commands: dict[str, set[str]] = {}
+    current = None
+    for line in synopsis.splitlines():
+        words = line.split()
+        if words[:1] == ["gpusizer"] and len(words) > 1:
+            current = "" if words[1].startswith("-") else words[1]  # "": the top-level parser (--version)
+        commands.setdefault(current, set()).update(re.findall(r"--[a-z][a-z0-9-]*", line))
+    assert {"fit", "layouts", "shortlist", "throughput", "sweep", "calibrate", "gpus", "systems", "models"} <= set(
+        commands)
+    for command, flags in commands.items():
+        with pytest.raises(SystemExit):
+            main([command, "--help"] if command else ["--help"])
+        listed = set(re.findall(r"--[a-z][a-z0-9-]*", capsys.readouterr().out))
+        assert flags <= listed, (command, flags - listed)
