@@ -30,6 +30,12 @@ rows = [
 # %% Calibrate: one fit per engine class x GPU class in the data (here sglang on GDDR cards)
 own = gpusizer.calibrate(rows)
 print(calibration.error_table(own))
+# The table shows medians; look at the worst row too. A row still far off after fitting (tens of per cent)
+# is one the model cannot follow with these constants (another regime, a setting the row does not state,
+# a bad measurement): check it before trusting the calibration, and leave it out if it is wrong.
+worst = max(own.errors, key=lambda r: abs(r.after / r.measured - 1))
+print(f"worst row after fitting: {worst.id} ({worst.metric}), {abs(worst.after / worst.measured - 1):.1%} off "
+      f"(leave-one-out {abs(worst.loo / worst.measured - 1):.1%})")
 print()
 for p in own.scopes[0].parameters:
     if p.informed:

@@ -86,10 +86,14 @@ for card, sweep in load.items():
     # The fastest load that fits and meets each target, and the GPU-hours per Mtok at that load.
     meets = (tpot[None, :] <= targets[:, None]) & np.asarray(sweep.fits)[None, :]
     best_rate = np.max(np.where(meets, rate[None, :], 0.0), axis=1)
-    cost[card] = np.where(best_rate > 0, 1e6 / 3600 / np.maximum(best_rate, 1e-9), np.nan)
+    cost[f"{card} {best[card].weights if card in best else 'int4'}"] = np.where(
+        best_rate > 0, 1e6 / 3600 / np.maximum(best_rate, 1e-9), np.nan)
+# The cards do not run one precision: each runs the best that fits it (the column names it), so a cheaper
+# column may be buying speed with int4's lower quality, not only with a better card.
+print("each card at the best precision that fits it: " + ", ".join(cost))
 print(display.text_table(
     [{"target": t, **{card: c[i] for card, c in cost.items()}} for i, t in enumerate(targets)],
     [display.seconds_column("target", "TPOT target"),
      *(display.Column(card, card, "GPU-h/Mtok", 1, ".2f") for card in cost)],
 ))
-save(plot.cost_vs_slo(targets, cost, unit="GPU-h/Mtok"), "choose_30b_cost.png")
+save(plot.cost_vs_slo(targets, cost, unit="GPU-h/Mtok"), "choose_30b_cost.png")  # legend: card and precision

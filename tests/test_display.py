@@ -70,15 +70,30 @@ def test_sweep_rows_broadcast_and_flatten():
 
 def test_scalar_estimate_repr_str_and_html():
     e = gpusizer.estimate("llama-3.1-70b", "h200", concurrency=16, **FLAGSHIP)
-    assert repr(e).startswith("<Estimate llama-3.1-70b on 1 x h200-sxm") and "does not fit" in repr(e)
+    assert repr(e).startswith("<Estimate llama-3.1-70b on 1 x H200 SXM") and "does not fit" in repr(e)
     assert "\n" not in repr(e)
     text = str(e)
-    for piece in ("size [GB]", "size [GiB]", "KV cache", "tok/s", " ms", "DOES NOT FIT", "11 sequences"):
+    for piece in ("  KV cache         85.90 GB     80.00 GiB", "tok/s", " ms", "DOES NOT FIT", "11 sequences"):
         assert piece in text, piece
+    # issue 20: print(estimate) and gpusizer fit show one and the same text
+    from gpusizer import catalog, cli
+
+    assert text == cli.fit_text(e, catalog.gpu("h200"), catalog.model("llama-3.1-70b"))
     root = well_formed(e._repr_html_())
     cells = [td.text for td in root.iter("td")]
     assert "KV cache" in cells and f"{e.memory.kv_cache_bytes / 1e9:,.2f}" in cells
     assert "DOES NOT FIT" in "".join(root.itertext())
+
+
+def test_a_custom_gpu_shows_its_name():
+    # issue 20: a GPU record that is not in the catalogue shows its name, not its id, in text, repr and HTML
+    card = gpusizer.gpu("rtx-4090").model_copy(update={"id": "my-card", "name": "My Card 48GB", "memory": 48e9,
+                                                       "memory_usable": None})
+    e = gpusizer.estimate("qwen3-32b", card, weights="int4", context=16384, concurrency=4)
+    assert str(e).startswith("qwen3-32b on 1 x My Card 48GB (vllm)")
+    assert "My Card 48GB" in repr(e) and "My Card 48GB" in e._repr_html_()
+    # 48e9 B as given, shown in GB and GiB: 48.00 GB, 48e9 / 2**30 = 44.70 GiB
+    assert "  capacity         48.00 GB     44.70 GiB   as the GPU record gives it" in str(e)
 
 
 def test_sweep_estimate_shows_one_row_per_point():
@@ -105,7 +120,10 @@ def test_every_record_renders():
 def test_gpu_sheet_has_units_and_linked_sources():
     g = gpusizer.gpu("h100")
     text = str(g)
-    assert "3.35 TB/s" in text and "TFLOP/s" in text and "79.22 GiB usable" in text
+    assert "3.35 TB/s" in text and "TFLOP/s" in text
+    # issue 20: one way everywhere: the vendor's figure, then what the driver reports (79.22 GiB = 85.06 GB)
+    memory = next(line for line in text.splitlines() if line.startswith("  memory  "))
+    assert memory == "  memory            HBM3 80.00 GB listed; the driver reports 79.22 GiB (85.06 GB)"
     assert all(f"source: {s}" in text for s in g.source)
     links = [a.get("href") for a in well_formed(g._repr_html_()).iter("a")]
     assert "https://www.nvidia.com/en-us/data-center/h100/" in links

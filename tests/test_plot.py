@@ -134,3 +134,59 @@ def test_missing_matplotlib_names_the_extra(name, monkeypatch):
 def test_importing_plot_does_not_import_matplotlib():
     code = "import sys, gpusizer.plot; assert 'matplotlib' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --- issue 20: plots a newcomer can read ------------------------------------------------------------------
+
+
+def test_roofline_draws_every_published_roof_so_an_fp8_point_sits_under_its_own():
+    e = gpusizer.estimate("llama-3.1-8b", "h100", weights="fp8", kv_cache="fp8", context=4096,
+                          concurrency=np.array([1, 64, 256]))
+    ax = plot.roofline("h100", [e])
+    roofs = [line.get_label() for line in ax.lines]
+    assert roofs == ["H100 SXM: bf16 roof", "H100 SXM: fp8 roof"]  # H100 SXM publishes no FP4 rate
+    labels = ax.get_legend_handles_labels()[1]
+    assert "llama-3.1-8b fp8 decode expected" in labels and "llama-3.1-8b fp8 prefill ceiling" in labels
+    highest = ax.lines[-1]  # the fp8 roof: min(989.5e12 x 2, 3.35e12 x intensity)
+    for collection in ax.collections:
+        for x, y in collection.get_offsets():
+            assert y <= np.interp(x, highest.get_xdata(), highest.get_ydata()) * (1 + 1e-6)
+
+
+def test_cost_axis_has_enough_labels_and_the_cheapest_line_leaves_its_option_visible():
+    ax = plot.cost_vs_slo([0.02, 0.03, 0.05], {"a": [0.40, 0.25, 0.15], "b": [0.36, 0.30, 0.20]})
+    plt.gcf().canvas.draw()
+    shown = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert len(shown) >= 3, shown  # 0.15 to 0.40 is less than a decade: five round values, not one or two
+    cheapest = ax.lines[-1]
+    assert cheapest.get_label() == "cheapest" and cheapest.get_linestyle() == "--" and cheapest.get_linewidth() == 1
+    np.testing.assert_allclose(cheapest.get_ydata(), [0.36, 0.25, 0.15])
+
+
+def test_one_slo_label_when_curves_are_overlaid():
+    ax = plot.throughput_vs_latency([0.01, 0.02], [100.0, 150.0], label="h100", slo=0.03)
+    plot.throughput_vs_latency([0.015, 0.025], [80.0, 120.0], label="l40s", slo=0.03, ax=ax)
+    assert ax.get_legend_handles_labels()[1] == ["h100", "TPOT target 30 ms", "l40s"]
+
+
+def test_throughput_plot_takes_a_concurrency_curve_directly():
+    from gpusizer import serving
+
+    step = serving.step_model("llama-3.1-8b", "h100", context=2048)
+    curve = serving.concurrency_curve(step, [1, 8, 32], prompt_tokens=1024, output_tokens=256)
+    ax = plot.throughput_vs_latency(curve)
+    np.testing.assert_allclose(ax.lines[0].get_xdata(), curve.tpot_seconds * 1e3)
+    np.testing.assert_allclose(ax.lines[0].get_ydata(), curve.aggregate_tokens_per_second)
+    assert [t.get_text() for t in ax.texts] == ["1", "8", "32"]  # each point marked with its concurrency
+
+
+def test_cost_plot_takes_one_shortlist_per_target_directly():
+    targets = [0.03, 0.06]
+    w = gpusizer.Workload(rate=1, prompt_tokens=512, output_tokens=128)
+    tables = [gpusizer.shortlist("llama-3.1-8b", w, gpusizer.SLO(tpot_p95=t), gpus=["h100", "l40s"], max_gpus=1,
+                                 weights=["bf16"], simulate=0) for t in targets]
+    ax = plot.cost_vs_slo(targets, tables, frontier=False)
+    for table in tables:
+        for row in table:
+            line = next(line for line in ax.lines if line.get_label() == row.configuration)
+            assert row.usd_per_million_tokens in line.get_ydata()

@@ -16,6 +16,7 @@ from gpusizer.cli import main
 from gpusizer.serving import SLO, Workload
 
 module = importlib.import_module("gpusizer.shortlister")
+shortlist_command = importlib.import_module("gpusizer.commands.shortlist")
 
 CHAT = Workload(rate=3, prompt_tokens=1024, output_tokens=256)
 TARGETS = SLO(ttft_p95=0.5, tpot_p95=0.05)
@@ -37,7 +38,45 @@ def test_rows_are_ranked_by_cost_and_meet_the_targets(table):
         assert row.joules_per_token_band[0] <= row.joules_per_token <= row.joules_per_token_band[1]
         if row.latency_method == "closed-form":  # each replica runs at or below its largest rate
             assert row.ttft <= TARGETS.ttft_p95 * 1.001 and row.tpot <= TARGETS.tpot_p95 * 1.001
-    assert [row.rate_method for row in table].count("simulation") == 2
+    # the two cheapest carry the simulation's check beside their closed forms; the others none
+    simulated = [not math.isnan(row.simulated_max_rate) for row in table]
+    assert simulated[:2] == [True, True] and not any(simulated[2:])
+    assert all(row.rate_method == "closed-form" and row.latency_method == "closed-form" for row in table)
+    assert all(row.simulated_max_rate > 0 and row.simulated_ttft > 0 for row in table[:2])
+
+
+def test_a_configurations_row_does_not_depend_on_which_rows_are_simulated(table):
+    # issue 20: the same configuration's max rate moved (7.45 vs 8.86 req/s) with the rows --gpus/--max-gpus left
+    # to simulate; now every row is its closed form, simulated or not, and a narrower search reproduces it
+    row = table[0]
+    alone = module.shortlist("llama-3.1-8b", CHAT, TARGETS, gpus=[row.gpu], max_gpus=row.gpus, simulate=0)
+    same = [r for r in alone if (r.gpu, r.gpus, r.layout, r.weights) == (row.gpu, row.gpus, row.layout, row.weights)]
+    assert len(same) == 1
+    assert same[0].max_rate == row.max_rate and same[0].usd_per_million_tokens == row.usd_per_million_tokens
+    assert math.isnan(same[0].simulated_max_rate)
+
+
+def test_kv_limit_names_the_sequences_the_pool_holds_as_fit_counts_them():
+    # issue 20: "KV cache full at 57 sequences" printed the mean decode batch; the limit is the pool's sequences
+    # of prompt + output tokens, which estimate (gpusizer fit) counts at that context: 8,192 + 512 = 8,704
+    w = Workload(rate=50, prompt_tokens=8192, output_tokens=512)
+    t = module.shortlist("llama-3.1-8b", w, SLO(ttft_p95=60, tpot_p95=1.0), gpus=["l40s"], max_gpus=1,
+                         weights=["fp8"], simulate=0)
+    row = t[0]
+    assert row.binding == "kv-cache"
+    fit = gpusizer.estimate("llama-3.1-8b", "l40s", weights="fp8", context=8704)
+    assert fit.max_concurrency == 28  # 247,389 pool tokens // 8,704
+    assert row.bottleneck == "KV cache full: the pool holds 28 sequences of 8,704 tokens"
+    assert row.batch < 28  # the mean decode batch, which the old words printed
+
+
+def test_footer_has_no_stray_separator():
+    # issue 20: with nothing dropped the footer ended in "; ."
+    assert shortlist_command.footer_dropped("") == "none dropped"
+    w = Workload(rate=0.05, prompt_tokens=512, output_tokens=64)
+    t = module.shortlist("llama-3.1-8b", w, SLO(ttft_p95=5), gpus=["h100"], max_gpus=1, weights=["bf16"], simulate=0)
+    text = shortlist_command.text(t)
+    assert "; ." not in text and "(1 shown); none dropped." in text
 
 
 def test_dropped_configurations_say_why(table):

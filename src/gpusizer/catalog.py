@@ -16,7 +16,7 @@ import tomllib
 from collections.abc import Iterable
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from gpusizer import datafiles
 from gpusizer.checks import instance
@@ -39,6 +39,7 @@ from gpusizer.records import (
 )
 
 __all__ = [
+    "AMBIGUOUS",
     "GPU",
     "MLA",
     "RATE_PRECISIONS",
@@ -55,6 +56,7 @@ __all__ = [
     "System",
     "Vision",
     "closest",
+    "find_system",
     "gpu",
     "gpus",
     "load_gpus",
@@ -108,12 +110,31 @@ def _bundled_models() -> dict[str, Model]:
 
 
 def normalise(name: str) -> str:
-    """The lookup key of ``name``: lower case, ``_`` as ``-``, runs of spaces as one.
+    """The lookup key of ``name``: lower case, with spaces, ``_`` and ``-`` all read as one ``-``.
 
-    >>> normalise("H100_SXM")
-    'h100-sxm'
+    >>> normalise("H100_SXM"), normalise("RTX PRO 6000"), normalise("rtx-pro-6000")
+    ('h100-sxm', 'rtx-pro-6000', 'rtx-pro-6000')
     """
-    return " ".join(name.lower().replace("_", "-").split())
+    return "-".join(name.lower().replace("_", " ").replace("-", " ").split())
+
+
+#: Names that the catalogue holds in several variants with different memory: a lookup refuses them and
+#: lists the variants (``gpu("a100")`` asks 40 GB or 80 GB instead of guessing). Name -> variant ids.
+AMBIGUOUS: dict[str, tuple[str, ...]] = {
+    "a100": ("a100-40gb-sxm", "a100-80gb-sxm", "a100-80gb-pcie"),
+}
+
+#: Names users type for a record whose catalogue id spells it otherwise: name -> id. ``mi300``: the one
+#: MI300 GPU of the catalogue (MI300A, the APU, is not in it); the HGX/DGX H100 system under either name.
+_EXTRA_ALIASES = {
+    "mi300": "mi300x",
+    "hgx-h100-8x": "dgx-hgx-h100-8x",
+    "dgx-h100-8x": "dgx-hgx-h100-8x",
+    "dgx-h200-8x": "hgx-h200-8x",
+    "dgx-b200-8x": "hgx-b200-8x",
+    "dgx-b300-8x": "hgx-b300-8x",
+    "mi300x-8x": "amd-mi300x-platform-8x",
+}
 
 
 @cache
@@ -125,19 +146,45 @@ def _gpu_aliases() -> dict[str, str]:
             table.setdefault(normalise(name), record.id)
     for sys_record in systems_.values():
         table.setdefault(normalise(sys_record.id), sys_record.id)
+    for name, target in _EXTRA_ALIASES.items():
+        table.setdefault(normalise(name), target)
+    for name in AMBIGUOUS:
+        table.pop(normalise(name), None)
     return table
 
 
 def closest(name: str, choices: Iterable[str], n: int = 3) -> list[str]:
-    """Return up to ``n`` entries of ``choices`` that look most like ``name``."""
-    return difflib.get_close_matches(name, list(choices), n=n, cutoff=0.4)
+    """Return up to ``n`` entries of ``choices`` that look most like ``name``.
+
+    Entries that hold every ``-``-separated word of ``name`` come first (``llama-70b`` finds
+    ``llama-3.1-70b``), then ``difflib``'s closest spellings.
+
+    >>> closest("llama-70b", ["llama-3.1-8b", "llama-3.1-70b", "llama-3.3-70b"])
+    ['llama-3.3-70b', 'llama-3.1-70b', 'llama-3.1-8b']
+    """
+    choices = list(choices)
+    words = [w for w in normalise(name).split("-") if w]
+    holding = [c for c in choices if words and all(w in normalise(c).split("-") for w in words)]
+    near = difflib.get_close_matches(name, choices, n=len(choices), cutoff=0.4)
+    ordered = sorted(holding, key=lambda c: near.index(c) if c in near else len(near))
+    return list(dict.fromkeys([*ordered, *near]))[:n]
 
 
-def _unknown(kind: str, name: str, choices: Iterable[str]) -> KeyError:
+def _unknown(kind: str, name: str, choices: Iterable[str], listing: str) -> KeyError:
     choices = list(choices)
     near = closest(normalise(name), choices)
     hint = f"; did you mean {', '.join(near)}?" if near else f"; known: {', '.join(sorted(choices))}"
-    return KeyError(f"unknown {kind} {name!r}{hint}")
+    return KeyError(f"unknown {kind} {name!r}{hint} ({listing} lists them all)")
+
+
+def _ambiguous(name: str) -> KeyError | None:
+    """The error of a name that ``AMBIGUOUS`` lists, naming its variants; None for any other name."""
+    variants = AMBIGUOUS.get(normalise(name))
+    if variants is None:
+        return None
+    gpus_, _ = _bundled_gpus()
+    listed = ", ".join(f"{v} ({gpus_[v].memory / 1e9:.0f} GB)" for v in variants)
+    return KeyError(f"gpu {name!r} is ambiguous: the catalogue has {listed}; name one of them")
 
 
 def gpus() -> tuple[GPU, ...]:
@@ -158,40 +205,56 @@ def models() -> tuple[Model, ...]:
 def gpu(name: str | GPU) -> GPU:
     """Look up an accelerator by id or alias, case-insensitively (``"h200"`` -> ``h200-sxm``).
 
+    Spaces, ``_`` and ``-`` are alike (``"rtx-pro-6000"`` is ``"RTX PRO 6000"``). A name of several
+    variants with different memory (``AMBIGUOUS``: ``"a100"``) is refused with the variants.
+
     Raises
     ------
     KeyError
-        Naming the closest ids when ``name`` is unknown.
+        Naming the variants of an ambiguous name, or the closest GPU and system ids of an unknown one.
     """
     if isinstance(name, GPU):
         return name
     instance(name, "name", (str, GPU))
-    gpus_, _ = _bundled_gpus()
+    gpus_, systems_ = _bundled_gpus()
     key = _gpu_aliases().get(normalise(name))
     if key in gpus_:
         return gpus_[key]
-    raise _unknown("gpu", name, gpus_)
+    ambiguous = _ambiguous(name)
+    if ambiguous is not None:
+        raise ambiguous
+    if key in systems_:
+        raise KeyError(f"{name!r} is a system of {systems_[key].gpu_count} x {systems_[key].gpu}, not one GPU; "
+                       "commands that take a GPU take a system id too (gpusizer systems)")
+    raise _unknown("gpu or system", name, [*gpus_, *systems_], "gpusizer gpus")
+
+
+def find_system(name: str | GPU | System) -> System | None:
+    """The system ``name`` names (its id or an alias such as ``hgx-h100-8x``), None when it names none."""
+    if isinstance(name, System):
+        return name
+    if not isinstance(name, str):
+        return None
+    _, systems_ = _bundled_gpus()
+    return systems_.get(_gpu_aliases().get(normalise(name), ""))
 
 
 def system(name: str | System) -> System:
-    """Look up a multi-GPU system by id (``"hgx-h200-8x"``)."""
-    if isinstance(name, System):
-        return name
+    """Look up a multi-GPU system by id or alias (``"hgx-h200-8x"``, ``"hgx-h100-8x"``)."""
     instance(name, "name", (str, System))
-    _, systems_ = _bundled_gpus()
-    key = normalise(name)
-    if key in systems_:
-        return systems_[key]
-    raise _unknown("system", name, systems_)
+    found = find_system(name)
+    if found is not None:
+        return found
+    raise _unknown("system", cast(str, name), _bundled_gpus()[1], "gpusizer systems")
 
 
 def model(name: str | Model) -> Model:
-    """Look up a model by id, case-insensitively.
+    """Look up a model by id, case-insensitively (spaces, ``_`` and ``-`` alike).
 
     Raises
     ------
     KeyError
-        Naming the closest ids when ``name`` is unknown.
+        Naming the closest ids when ``name`` is unknown (``llama-70b``: ``llama-3.1-70b`` first).
     """
     if isinstance(name, Model):
         return name
@@ -200,4 +263,4 @@ def model(name: str | Model) -> Model:
     key = normalise(name)
     if key in models_:
         return models_[key]
-    raise _unknown("model", name, models_)
+    raise _unknown("model", name, models_, "gpusizer models")

@@ -11,6 +11,7 @@ import argparse
 import importlib
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ EXAMPLES = {
            "gpusizer fit deepseek-v3 hgx-h200-8x --context 16k --concurrency 32\n"
            "gpusizer fit ./my-checkpoint/ l40s --engine llama.cpp --json",
     "gpus": "gpusizer gpus\ngpusizer gpus --json",
+    "systems": "gpusizer systems\ngpusizer fit deepseek-r1 gb300-nvl72",
     "models": "gpusizer models\ngpusizer models --json",
 }
 
@@ -58,13 +60,16 @@ def _parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="gpusizer", description="Size LLM inference before renting a GPU.", **help_options("")
     )
+    parser.add_argument("--version", action="version", version=f"gpusizer {version()}")
     commands = parser.add_subparsers(dest="command", required=True)
 
     fit = commands.add_parser("fit", help="does MODEL fit on GPU, and with how much headroom", **help_options("fit"))
     fit.add_argument("model", help="catalogue id (gpusizer models) or a path to a config.json / checkpoint folder")
     fit.add_argument("gpu", help="catalogue id or alias (gpusizer gpus), or a system id such as hgx-h200-8x")
-    fit.add_argument("--weights", help=f"weight precision: {', '.join(precision.names())} (default: checkpoint)")
-    fit.add_argument("--kv-cache", help="KV-cache dtype: bf16, fp16, fp8, ... (default: model activation dtype)")
+    fit.add_argument("--weights", help=f"weight precision: {', '.join(precision.names())}; awq and gptq are int4 "
+                     "(default: checkpoint)")
+    fit.add_argument("--kv-cache", type=common.kv_cache, help=f"KV-cache dtype: {common.KV_CACHE_HELP} "
+                     "(default: model activation dtype)")
     fit.add_argument("--context", type=common.tokens, default=None,
                      help="tokens per sequence, e.g. 32k (default 8k, or the model's maximum if shorter)")
     fit.add_argument("--allow-beyond-max-context", action="store_true",
@@ -74,14 +79,16 @@ def _parser() -> argparse.ArgumentParser:
                      help="prompt tokens for prefill and TTFT (default context)")
     fit.add_argument("--gpus", type=common.gpu_count, default=None,
                      help=f"GPUs to split the model over (default 1 or the system's; at most {common.MAX_GPUS})")
-    fit.add_argument("--layout", default="tp", help="how the GPUs share the model: tp (default), pp, ep, layer, or "
-                     "degrees such as tp2xpp2, tp8+ep8, tp4xdp2 (gpusizer layouts ranks them)")
+    fit.add_argument("--layout", default=None, help="how the GPUs share the model: tp, pp, ep, layer, or degrees "
+                     "such as tp2xpp2, tp8+ep8, tp4xdp2; a layout engines refuse is refused (default: the best "
+                     "valid layout, as gpusizer layouts ranks them, and the output says which)")
     fit.add_argument("--engine", default="vllm", help=f"memory profile: {', '.join(engines.ENGINES)}")
     fit.add_argument("--json", action="store_true", help="machine-readable output (sizes in bytes)")
     fit.add_argument("--calibration", type=Path, help="your calibration (gpusizer calibrate ... -o my.toml)")
     fit.set_defaults(handler=_fit)
 
-    for name, what, handler in (("gpus", "accelerators", _gpus), ("models", "models", _models)):
+    for name, what, handler in (("gpus", "accelerators and systems", _gpus), ("systems", "multi-GPU systems",
+                                                                             _systems), ("models", "models", _models)):
         listing = commands.add_parser(name, help=f"list the catalogue's {what}", **help_options(name))
         listing.add_argument("--json", action="store_true", help="machine-readable output")
         listing.set_defaults(handler=handler)
@@ -100,6 +107,16 @@ COMMANDS: tuple[str, ...] = (
     "gpusizer.commands.shortlist",
     "gpusizer.commands.throughput",
 )
+
+
+def version() -> str:
+    """The installed gpusizer's version (package metadata), or ``unknown`` when it is not installed."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("gpusizer")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def _bytes(value: float) -> int:
@@ -160,77 +177,12 @@ def engine_memory(result: Estimate, profile: engines.EngineProfile | None = None
     return {"engine": profile.name, "memory_fraction": profile.memory_fraction, **terms}
 
 
-def _plural(n: int, noun: str) -> str:
-    """``"1 sequence"``, ``"16 sequences"``."""
-    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+def fit_text(result: Estimate, device: catalog.GPU, record: catalog.Model, layout_note: str = "given") -> str:
+    """``fit``'s readable breakdown and one-line verdict: ``display.estimate_text``, which ``print(estimate)``
+    shows too; ``layout_note`` says how the layout was chosen (``choose_layout``)."""
+    from gpusizer import display
 
-
-def _size(value: float) -> str:
-    return f"{value / GB:9.2f} GB  {value / GiB:8.2f} GiB"
-
-
-def fit_text(result: Estimate, device: catalog.GPU, record: catalog.Model) -> str:
-    """A readable breakdown and a one-line verdict; a warning when the context is past the model's maximum."""
-    m = result.memory
-    weights = result.weights + (f" (experts {result.expert_weights})" if result.expert_weights else "")
-    lines = [
-        f"{result.model} on {result.gpus} x {device.name} ({result.engine}), weights {weights}, "
-        f"KV cache {result.kv_cache}",
-        f"context {result.context:,} tokens x {_plural(result.concurrency, 'sequence')}, per GPU:",
-        "",
-        f"  weights      {_size(m.weights_bytes)}",
-        f"  KV cache     {_size(m.kv_cache_bytes)}",
-        f"  activations  {_size(m.activation_bytes)}",
-        f"  runtime      {_size(m.runtime_bytes)}",
-        f"  total        {_size(m.total_bytes)}",
-        f"  budget       {_size(m.budget_bytes)}   of {m.capacity_bytes / GB:.2f} GB usable",
-        f"  headroom     {_size(m.headroom_bytes)}",
-        "",
-    ]
-    fitting, asked = _plural(result.max_concurrency, "sequence"), _plural(result.concurrency, "sequence")
-    limits = (
-        f"the KV pool holds {result.kv_pool_tokens:,} tokens: {fitting} of {result.context:,} tokens, "
-        f"or {asked} of up to {result.max_context:,} tokens"
-        f"{' (the model maximum)' if result.max_context == record.max_context else ''}."
-    )
-    d, p = result.decode, result.prefill
-    lines += [
-        f"  decode       {d.expected_tokens_per_second:9.1f} tok/s per user expected "
-        f"(p10-p90 {d.band[0]:.1f}-{d.band[1]:.1f}; ceiling {d.ceiling_tokens_per_second:.1f}), "
-        f"{d.expected_aggregate_tokens_per_second:.0f} tok/s aggregate, {d.bound}-bound",
-        prefill_text(p),
-        *parallel_text(result),
-        "",
-    ]
-    if result.context_exceeds_model_max:
-        lines += [f"warning: {result.context:,} tokens exceed the model's maximum context of "
-                  f"{record.max_context:,} tokens; the sizes are extrapolated", ""]
-    if result.fits:
-        verdict = f"FITS with {m.headroom_bytes / GB:.2f} GB headroom per GPU; {limits}"
-    else:
-        verdict = f"DOES NOT FIT: {-m.headroom_bytes / GB:.2f} GB short per GPU; {limits}"
-    return "\n".join([*lines, verdict])
-
-
-def prefill_text(p: Any) -> str:
-    """The prefill line of ``fit``'s text; says why when the expected time is unknown."""
-    if p.seconds_expected is None:
-        return (f"  prefill      unknown for {p.prompt:,} prompt tokens: {p.unknown} (memory-bound ceiling "
-                f"{p.seconds_ceiling * 1e3:.0f} ms, TTFT ceiling {p.ttft_seconds_ceiling * 1e3:.0f} ms)")
-    return (f"  prefill      {p.seconds_expected * 1e3:9.0f} ms for {p.prompt:,} prompt tokens expected "
-            f"(ceiling {p.seconds_ceiling * 1e3:.0f} ms); TTFT {p.ttft_seconds_expected * 1e3:.0f} ms")
-
-
-def parallel_text(result: Estimate) -> list[str]:
-    """The layout line of ``fit``'s text: empty on one GPU."""
-    q = result.parallel
-    if q is None or q.gpus == 1:
-        return []
-    return [
-        f"  parallel     {q.layout} over {q.links}: scaling efficiency {q.scaling_efficiency:.0%} "
-        f"({q.speedup:.2f}x one GPU), communication {q.communication_seconds_per_step * 1e3:.2f} ms per step "
-        f"({q.communication_share:.0%})"
-    ]
+    return display.estimate_text(result, device=device, record=record, layout_note=layout_note)
 
 
 def _gpu_rows() -> list[dict[str, Any]]:
@@ -239,6 +191,7 @@ def _gpu_rows() -> list[dict[str, Any]]:
             "id": g.id,
             "name": g.name,
             "memory_bytes": _bytes(g.memory),
+            "memory_reported_bytes": None if g.memory_usable is None else _bytes(g.memory_usable),
             "memory_bandwidth_bytes_per_second": _bytes(g.memory_bandwidth),
             "bf16_flops": g.dense.bf16,
             "fp8_flops": g.dense.fp8,
@@ -286,7 +239,8 @@ def _table(rows: list[dict[str, Any]], columns: Sequence[Column]) -> str:
 
 
 GPU_COLUMNS: list[Column] = [
-    ("id", "id", "", 1), ("name", "name", "", 1), ("memory_bytes", "GB", ".0f", GB),
+    ("id", "id", "", 1), ("name", "name", "", 1), ("memory_bytes", "GB listed", ".0f", GB),
+    ("memory_reported_bytes", "GiB reported", ".2f", GiB),
     ("memory_bandwidth_bytes_per_second", "TB/s", ".2f", 1e12), ("bf16_flops", "bf16 TFLOP/s", ".0f", 1e12),
     ("fp8_flops", "fp8 TFLOP/s", ".0f", 1e12), ("fp4_flops", "fp4 TFLOP/s", ".0f", 1e12),
     ("tdp_watts", "TDP W", ".0f", 1),
@@ -304,8 +258,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     0 on success; 2 for a bad argument value (argparse's errors raise ``SystemExit(2)``); 1 for a
     problem of the environment (a missing or unreadable file, a full disk, output piped into a
     command that stopped reading, which is otherwise quiet). Errors are one line on stderr,
-    ``gpusizer: error: ...``, naming the argument.
+    ``gpusizer: error: ...``, naming the argument. Warnings of the library are formatted lines on stderr,
+    ``gpusizer: warning: ...``, never Python's ``UserWarning`` with a source path.
     """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        status = _main(argv)
+    for message in dict.fromkeys(str(w.message) for w in caught):
+        print(f"gpusizer: warning: {' '.join(message.split())}", file=sys.stderr)
+    return status
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         return _run(_parser().parse_args(argv))
     except BrokenPipeError:
@@ -347,20 +311,14 @@ def _fit(args: argparse.Namespace) -> str:
     record = model(args.model)
     context = common.default_context(record, args.context)
     common.check_context(record, context, args.prompt, args.allow_beyond_max_context)
-    result = estimate(
-        record,
-        args.gpu,
-        weights=args.weights,
-        kv_cache=args.kv_cache,
-        context=context,
-        concurrency=args.concurrency,
-        prompt=args.prompt,
-        gpus=args.gpus,
-        engine=args.engine,
-        layout=args.layout,
-        calibration=_calibration(args.calibration),
-    )
-    return common.json_text(fit_json(result)) if args.json else fit_text(result, catalog.gpu(result.gpu), record)
+    options = dict(weights=args.weights, kv_cache=args.kv_cache, context=context, concurrency=args.concurrency,
+                   prompt=args.prompt, engine=args.engine, calibration=_calibration(args.calibration))
+    layout, note = common.choose_layout(record, args.gpu, args.gpus, args.layout, options)
+    result = estimate(record, args.gpu, gpus=args.gpus, layout=layout, **options)
+    if args.json:
+        return common.json_text({"schema_version": common.SCHEMA_VERSION, **fit_json(result),
+                                 "layout_choice": note})
+    return fit_text(result, catalog.gpu(result.gpu), record, layout_note=note)
 
 
 def _calibration(path: Path | None) -> Any:
@@ -374,7 +332,36 @@ def _calibration(path: Path | None) -> Any:
 
 def _gpus(args: argparse.Namespace) -> str:
     rows = _gpu_rows()
-    return common.json_text(rows) if args.json else _table(rows, GPU_COLUMNS)
+    if args.json:
+        return common.json_text(rows)
+    return (f"{_table(rows, GPU_COLUMNS)}\n\n{MEMORY_NOTE}\n\nsystems (a system id stands for its GPUs wherever "
+            f"a GPU is asked for):\n{_table(_system_rows(), SYSTEM_COLUMNS)}")
+
+
+#: What the two memory columns of ``gpusizer gpus`` are.
+MEMORY_NOTE = ("GB listed: the vendor's figure (10^9 bytes as sold); GiB reported: the total the driver reports "
+               "(nvidia-smi, torch.cuda.mem_get_info; 2^30 bytes), the capacity engines size against, '-' where "
+               "the catalogue has none (the listed figure is used).")
+
+
+def _system_rows() -> list[dict[str, Any]]:
+    return [
+        {"id": s.id, "name": s.name, "gpu": s.gpu, "gpu_count": s.gpu_count,
+         "total_memory_bytes": None if s.total_memory is None else _bytes(s.total_memory),
+         "scale_up_fabric": s.scale_up_fabric, "status": s.status}
+        for s in catalog.systems()
+    ]
+
+
+SYSTEM_COLUMNS: list[Column] = [
+    ("id", "id", "", 1), ("gpu_count", "GPUs", "d", 1), ("gpu", "gpu", "", 1),
+    ("total_memory_bytes", "GB listed", ".0f", GB), ("scale_up_fabric", "scale-up", "", 1), ("name", "name", "", 1),
+]
+
+
+def _systems(args: argparse.Namespace) -> str:
+    rows = _system_rows()
+    return common.json_text(rows) if args.json else _table(rows, SYSTEM_COLUMNS)
 
 
 def _models(args: argparse.Namespace) -> str:

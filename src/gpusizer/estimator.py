@@ -10,7 +10,6 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields
-from functools import cache
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -125,6 +124,8 @@ class Estimate(Presented):
     """Prefill of one ``prompt`` and its time to first token."""
     parallel: ParallelBreakdown | None = None
     """Layout, links, scaling efficiency and communication share (always set by ``estimate``)."""
+    gpu_name: str = ""
+    """The GPU's name (``GPU.name``: a custom record's as well as the catalogue's)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict; arrays become lists, sizes in bytes become integers."""
@@ -238,6 +239,7 @@ def estimate(
     return Estimate(
         model=record.id,
         gpu=device.id,
+        gpu_name=device.name,
         engine=profile.name,
         gpus=count,
         weights=w,
@@ -254,15 +256,8 @@ def estimate(
 
 
 def _system(target: Any) -> catalog.System | None:
-    """The system a target names, None for a GPU."""
-    if isinstance(target, str):
-        return _systems().get(target.lower())
-    return target if isinstance(target, catalog.System) else None
-
-
-@cache
-def _systems() -> dict[str, catalog.System]:
-    return {s.id: s for s in catalog.systems()}
+    """The system a target names (an id or alias: ``catalog.find_system``), None for a GPU."""
+    return catalog.find_system(target)
 
 
 @cache_by_identity  # one table per calibration, engine and GPU: the speed caches key on the table's identity

@@ -42,7 +42,7 @@ from gpusizer import (
     sweeper,
 )
 
-__all__ = ["LayoutChoice", "UnevenSplit", "best_layout", "layer_split", "uneven_layer_split"]
+__all__ = ["LayoutChoice", "UnevenSplit", "best_layout", "default_layout", "layer_split", "uneven_layer_split"]
 
 
 def layer_split(num_layers: int, memory: Sequence[float]) -> tuple[int, ...]:
@@ -139,16 +139,7 @@ def best_layout(
     'tp4'
     """
     checks.one_of(objective, "objective", ("latency", "throughput"))
-    checks.instance(gpu, "gpu", (str, catalog.GPU, catalog.System))
-    if gpus is not None:
-        gpus = checks.count(gpus, "gpus", minimum=1, maximum=checks.MAX_GPUS)
-    record = catalog.model(model)
-    device, count = estimator.resolve_target(gpu, gpus)
-    common = _sweep_options(record, device, count, estimator.scale_out_bandwidth(gpu), options)
-    engine = common["engine"][0]
-    entry = interconnect.bundled().engines.get(engine if isinstance(engine, str) else engine.name)
-    kinds = entry.layouts if entry is not None else ("tp", "pp", "ep", "dp")
-    plans = parallel.candidates(record, count, kinds=kinds)
+    plans, common = _candidates(model, gpu, gpus, options)
     if not plans:
         return []
     grid = sweeper.sweep(layout=plans, **common)
@@ -159,6 +150,44 @@ def best_layout(
     choices = [_choice(objective, e, d) for e, d in zip(sizes, speeds, strict=True)]
     # ties (to 3 significant figures) go to the layout whose KV pools hold more sequences
     return sorted(choices, key=lambda c: (-float(f"{c.tokens_per_second:.3g}"), -c.max_concurrency))
+
+
+def default_layout(model: str | catalog.Model, gpu: str | catalog.GPU | catalog.System, gpus: int | None = None,
+                   *, objective: str = "latency", **options: Any) -> tuple[str, bool] | None:
+    """The layout ``gpusizer fit`` (and ``throughput``) takes when none is given, and whether it fits.
+
+    The first of ``best_layout`` (by ``objective``) when a layout fits; else, of every valid layout
+    (``parallel.candidates``), the one with the most headroom per GPU (the nearest to fitting); None
+    when the model allows no layout of that many GPUs. Arguments as for ``best_layout``.
+
+    Examples
+    --------
+    >>> default_layout("llama-3.1-70b", "h100-sxm", 3)   # 64 heads do not divide by 3: pipeline
+    ('pp3', True)
+    """
+    ranked = best_layout(model, gpu, gpus, objective=objective, **options)
+    if ranked:
+        return ranked[0].layout, True
+    plans, common = _candidates(model, gpu, gpus, options)
+    if not plans:
+        return None
+    headroom = sweeper.sweep(layout=plans, **common)["headroom_bytes"].reshape(len(plans), -1)[:, 0]
+    return plans[int(np.argmax(headroom))].name, False
+
+
+def _candidates(model: str | catalog.Model, gpu: str | catalog.GPU | catalog.System, gpus: int | None,
+                options: dict[str, Any]) -> tuple[list[parallel.Layout], dict[str, Any]]:
+    """The valid layouts of ``gpus`` GPUs in the engine's repertoire, and ``sweep``'s other arguments."""
+    checks.instance(gpu, "gpu", (str, catalog.GPU, catalog.System))
+    if gpus is not None:
+        gpus = checks.count(gpus, "gpus", minimum=1, maximum=checks.MAX_GPUS)
+    record = catalog.model(model)
+    device, count = estimator.resolve_target(gpu, gpus)
+    common = _sweep_options(record, device, count, estimator.scale_out_bandwidth(gpu), options)
+    engine = common["engine"][0]
+    entry = interconnect.bundled().engines.get(engine if isinstance(engine, str) else engine.name)
+    kinds = entry.layouts if entry is not None else ("tp", "pp", "ep", "dp")
+    return parallel.candidates(record, count, kinds=kinds), common
 
 
 _OPTIONS = ("weights", "kv_cache", "context", "concurrency", "prompt", "engine", "calibration")

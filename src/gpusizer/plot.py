@@ -3,18 +3,18 @@
 matplotlib is imported on the first call, never at import. Every function draws on ``ax`` when given
 (a new figure otherwise) and returns the matplotlib Axes, so plots compose and overlay.
 
-* ``roofline``: a GPU's roofline, attainable FLOP/s against arithmetic intensity, with the decode
-  and prefill operating points of ``performance.speed``: the expected point (what the engine
-  achieves) and the ceiling point (the roof itself) at the same intensity.
+* ``roofline``: a GPU's rooflines (one per published tensor rate), attainable FLOP/s against arithmetic
+  intensity, with the decode and prefill operating points of an estimate or ``performance.speed``: the
+  expected point (what the engine achieves) and the ceiling point (the roof itself) at the same intensity.
 * ``memory_breakdown``: per-GPU memory as stacked bars (weights, KV cache, activations, runtime)
   with each GPU's capacity and the engine's budget; of estimates, of ``MemoryBreakdown`` records,
   or of anything with a ``.memory`` breakdown (one bar per GPU of a layout).
 * ``concurrency_vs_context``: the sequences the KV pool holds against the context, of estimates
   over an array of contexts.
-* ``throughput_vs_latency``: throughput against latency under increasing load, of plain arrays
-  (a concurrency sweep of ``estimate``, or a serving simulation).
-* ``cost_vs_slo``: cost per million tokens of each option of a shortlist against a latency target,
-  with the cheapest option at each target, of plain arrays.
+* ``throughput_vs_latency``: throughput against latency under increasing load, of a
+  ``serving.concurrency_curve`` result or plain arrays (a concurrency sweep of ``estimate``, a simulation).
+* ``cost_vs_slo``: cost per million tokens of each option against a latency target, with the cheapest
+  option at each target, of one ``shortlist`` per target or plain arrays.
 
 Sizes are drawn in GB (or the ``unit`` asked for), times in ms, rates in tok/s.
 """
@@ -155,7 +155,7 @@ def memory_breakdown(
         ax.bar(x, parts[:, k] / scale, bottom=bottom, color=f"C{k}", width=0.6, label=part)
         bottom += parts[:, k] / scale
     ax.hlines(capacity / scale, x - 0.4, x + 0.4, colors="k", lw=2, label="capacity")
-    ax.hlines(budget / scale, x - 0.4, x + 0.4, colors="k", lw=1.2, linestyles="--", label="engine budget")
+    ax.hlines(budget / scale, x - 0.4, x + 0.4, colors="k", lw=1.2, linestyles="--", label="engine share")
     ax.set_xticks(x, names, fontsize=8)
     ax.set(ylabel=f"memory per GPU [{unit}]", title="Memory per GPU")
     ax.grid(True, axis="y", lw=0.3)
@@ -222,7 +222,7 @@ def concurrency_vs_context(
 
 def throughput_vs_latency(
     latency: Any,
-    throughput: Any,
+    throughput: Any = None,
     *,
     load: Any = None,
     label: str | None = None,
@@ -236,10 +236,12 @@ def throughput_vs_latency(
 
     Parameters
     ----------
-    latency : array_like
-        Latency at each load point (time per output token, TTFT, end-to-end...). [s]
+    latency : array_like or serving.Curve
+        Latency at each load point (time per output token, TTFT, end-to-end...) [s]; or a
+        ``serving.concurrency_curve`` result, drawn directly: its TPOT against its aggregate tokens/s,
+        each point marked with its concurrency.
     throughput : array_like
-        Throughput at the same points (aggregate decode, requests served...). [``unit``]
+        Throughput at the same points (aggregate decode, requests served...); not with a curve. [``unit``]
     load : array_like, optional
         The load of each point (concurrency, requests per second), written beside its marker.
     label : str, optional
@@ -264,6 +266,12 @@ def throughput_vs_latency(
         When the arrays do not have the same number of points.
     """
     ax = _axes(ax)
+    if throughput is None and hasattr(latency, "aggregate_tokens_per_second"):  # a serving.Curve
+        curve = latency
+        latency, throughput = curve.tpot_seconds, curve.aggregate_tokens_per_second
+        load = curve.concurrency if load is None else load
+    if throughput is None:
+        raise ValueError("throughput: give the throughput of each latency point, or pass a serving.Curve")
     x = np.ravel(np.asarray(latency, dtype=float)) * 1e3
     y = np.ravel(np.asarray(throughput, dtype=float))
     if x.shape != y.shape:
@@ -274,7 +282,9 @@ def throughput_vs_latency(
             ax.annotate(f"{li:g}", (xi, yi), fontsize=7, xytext=(3, 3), textcoords="offset points",
                         color=line.get_color())
     if slo is not None:
-        ax.axvline(slo * 1e3, color="grey", ls="--", lw=1, label=f"{latency_name} target {slo * 1e3:g} ms")
+        target = f"{latency_name} target {slo * 1e3:g} ms"
+        if target not in ax.get_legend_handles_labels()[1]:  # one line per target when curves are overlaid
+            ax.axvline(slo * 1e3, color="grey", ls="--", lw=1, label=target)
     ax.set(xlabel=f"{latency_name} [ms]", ylabel=f"{throughput_name} [{unit}]", title="Throughput against latency")
     ax.grid(True, lw=0.3)
     if label is not None or slo is not None:
@@ -298,10 +308,11 @@ def cost_vs_slo(
     ----------
     slo : array_like
         Latency targets, increasing. [s]
-    cost : mapping of str to array_like, or array_like
+    cost : mapping of str to array_like, array_like, or sequence of Shortlist
         Cost of each option at each target: ``{label: costs}``, or an array of shape
         ``(options, targets)`` (or ``(targets,)`` for one option). ``nan`` where the option cannot
-        meet the target. [``unit``]
+        meet the target. Or one ``shortlist`` result per target, drawn directly: each configuration's
+        ``usd_per_million_tokens`` (``nan`` where it misses the target). [``unit``]
     labels : iterable of str, optional
         Option names when ``cost`` is an array.
     unit : str
@@ -327,6 +338,8 @@ def cost_vs_slo(
     """
     ax = _axes(ax)
     x = np.ravel(np.asarray(slo, dtype=float))
+    if isinstance(cost, list | tuple) and cost and hasattr(cost[0], "rows"):  # shortlists, one per target
+        cost = _shortlist_costs(cost)
     if isinstance(cost, Mapping):
         names, table = list(cost), np.array([np.ravel(np.asarray(v, dtype=float)) for v in cost.values()])
     else:
@@ -336,19 +349,44 @@ def cost_vs_slo(
         raise ValueError(f"cost must be {len(names)} options x {x.size} targets, got shape {table.shape}")
     for index, (name, row) in enumerate(zip(names, table, strict=True)):
         ax.plot(x * 1e3, row, marker="o", ms=3, color=f"C{index % 10}", label=name)
-    if frontier and len(table) > 1:
-        ax.plot(x * 1e3, np.fmin.reduce(table, axis=0), color="k", lw=2.5, alpha=0.35, label="cheapest")
+    if frontier and len(table) > 1:  # thin and dashed on top, so the option it follows stays visible
+        ax.plot(x * 1e3, np.fmin.reduce(table, axis=0), color="k", lw=1, ls="--", zorder=3, label="cheapest")
     ax.set_yscale("log")
-    _plain_numbers(ax.yaxis)
+    _log_ticks(ax.yaxis, table)
     ax.set(xlabel=f"{slo_name} target [ms]", ylabel=f"cost [{unit}]", title="Cost against latency target")
     ax.grid(True, which="both", lw=0.3)
     ax.legend(fontsize=7)
     return ax
 
 
-def _points(item: Speed | Decode | Prefill) -> list[tuple[str, Any, Any, Any]]:
-    """(label, intensity, expected FLOP/s, ceiling FLOP/s) of each phase in ``item``."""
-    if isinstance(item, Speed):
+def _shortlist_costs(tables: Any) -> dict[str, np.ndarray]:
+    """``{configuration: $/Mtok at each target}`` of one shortlist per target (``nan`` where a row is absent)."""
+    names = list(dict.fromkeys(row.configuration for table in tables for row in table.rows))
+    costs = {name: np.full(len(tables), np.nan) for name in names}
+    for k, table in enumerate(tables):
+        for row in table.rows:
+            costs[row.configuration][k] = row.usd_per_million_tokens
+    return costs
+
+
+def _log_ticks(axis: Any, values: np.ndarray, count: int = 5) -> None:
+    """Label a log axis with ``count`` round values across the finite ``values`` (a log axis spanning less
+    than a decade otherwise shows one or two labels)."""
+    from matplotlib.ticker import NullFormatter
+
+    finite = values[np.isfinite(values) & (values > 0)]
+    if finite.size == 0 or finite.max() / finite.min() > 100:
+        _plain_numbers(axis)
+        return
+    ticks = sorted({float(f"{t:.2g}") for t in np.geomspace(finite.min(), finite.max(), count)})
+    axis.set_ticks(ticks, labels=[f"{t:,.10g}" for t in ticks])
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _points(item: Any) -> list[tuple[str, Any, Any, Any]]:
+    """(label, intensity, expected FLOP/s, ceiling FLOP/s) of each phase in ``item`` (an estimate, a Speed,
+    a Decode or a Prefill)."""
+    if isinstance(item, Speed) or not isinstance(item, Decode | Prefill):
         return _points(item.decode) + _points(item.prefill)
     if isinstance(item, Decode):
         return [("decode", item.arithmetic_intensity, np.divide(item.flops, item.tpot_seconds_expected),
@@ -359,22 +397,24 @@ def _points(item: Speed | Decode | Prefill) -> list[tuple[str, Any, Any, Any]]:
 
 def roofline(
     gpu: str | catalog.GPU,
-    points: Iterable[Speed | Decode | Prefill] = (),
+    points: Iterable[Any] = (),
     *,
-    compute: str = "bf16",
+    compute: str | None = None,
     labels: Iterable[str] | None = None,
     ax: Any = None,
 ) -> Any:
-    """Draw ``gpu``'s roofline and the operating points of ``points``.
+    """Draw ``gpu``'s rooflines and the operating points of ``points``.
 
     Parameters
     ----------
     gpu : str or GPU
         Catalogue id or record.
-    points : iterable of Speed, Decode or Prefill
-        Results of ``performance.speed`` (arrays from sweeps are drawn as one marker per element).
+    points : iterable of Estimate, Speed, Decode or Prefill
+        Results of ``estimate`` or ``performance.speed`` (arrays from sweeps are drawn as one marker per
+        element). An estimate is labelled with its model and weight precision.
     compute : str, optional
-        Precision whose tensor peak is the flat roof (``roofline.tensor_peak``).
+        Draw only the roof of this precision (``roofline.tensor_peak``); default: one roof per dense tensor
+        rate the GPU publishes (bf16, fp8, fp4), so that an FP8 point sits under the FP8 roof.
     labels : iterable of str, optional
         One legend label per item of ``points``.
     ax : matplotlib Axes, optional
@@ -392,20 +432,22 @@ def roofline(
     """
     plt = _pyplot()
     device = catalog.gpu(gpu)
-    peak, used = roof.tensor_peak(device.dense, compute)
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 5))
     intensity = np.logspace(-1, 4, 200)
-    attainable = roof.attainable_flops(intensity, peak, device.memory_bandwidth)
-    ax.plot(intensity, attainable, "k-", lw=1.5, label=f"{device.name}: {used} roof")
-    if np.isfinite(peak):
-        ridge = roof.ridge_point(peak, device.memory_bandwidth)
-        ax.axvline(ridge, color="k", lw=0.5, ls=":")
-        ax.annotate(f"ridge {ridge:.0f} FLOP/B", (ridge, peak), fontsize=8, xytext=(4, -12),
-                    textcoords="offset points")
+    roofs = [roof.tensor_peak(device.dense, compute)] if compute is not None else [
+        (rate, name) for name in ("bf16", "fp8", "fp4") if (rate := getattr(device.dense, name)) is not None
+    ] or [roof.tensor_peak(device.dense, "bf16")]
+    for k, (peak, used) in enumerate(roofs):
+        attainable = roof.attainable_flops(intensity, peak, device.memory_bandwidth)
+        ax.plot(intensity, attainable, "k", ls=("-", "--", ":")[k % 3], lw=1.5, label=f"{device.name}: {used} roof")
+        if np.isfinite(peak):
+            ridge = roof.ridge_point(peak, device.memory_bandwidth)
+            ax.annotate(f"{used} ridge {ridge:.0f} FLOP/B", (ridge, peak), fontsize=8, xytext=(4, -12),
+                        textcoords="offset points")
     names = list(labels) if labels is not None else None
     for index, item in enumerate(points):
-        name = names[index] if names else f"#{index + 1}"
+        name = names[index] if names else _point_name(item, index)
         for phase, x, expected, ceiling in _points(item):
             marker = "o" if phase == "decode" else "s"
             color = f"C{index % 10}"
@@ -417,6 +459,13 @@ def roofline(
     ax.grid(True, which="both", lw=0.3)
     ax.legend(fontsize=7)
     return ax
+
+
+def _point_name(item: Any, index: int) -> str:
+    """Default legend name of a roofline item: an estimate's model and weight precision, else ``#i``."""
+    if hasattr(item, "model") and hasattr(item, "weights"):
+        return f"{item.model} {item.weights}"
+    return f"#{index + 1}"
 
 
 def save(ax: Any, name: str, folder: str | None = None) -> Any:

@@ -28,11 +28,13 @@ __all__ = [
     "MAX_NAME",
     "MAX_PREFILL_STEPS",
     "MAX_TOKENS",
+    "SCHEMA_VERSION",
     "USAGE",
     "CommandError",
     "add_service_arguments",
     "check_context",
     "check_output",
+    "choose_layout",
     "count",
     "default_context",
     "duration",
@@ -41,6 +43,7 @@ __all__ = [
     "help_options",
     "input_file",
     "json_text",
+    "kv_cache",
     "model",
     "positive_number",
     "positive_tokens",
@@ -72,6 +75,35 @@ MAX_PREFILL_STEPS = 50_000_000
 """Most prefill chunk steps ``gpusizer sweep`` computes: rows times the chunks of the longest prompt at
 the smallest chunk of the engines asked for. A chunk step of a row costs about 0.1 us, so the prefill of
 a grid stays within seconds (a 16M-token context on llama.cpp is 32,768 steps of 512 tokens). [-]"""
+
+SCHEMA_VERSION = 1
+"""Version of the ``--json`` objects of ``fit``, ``layouts``, ``shortlist`` and ``throughput``
+(``"schema_version"``): raised when a field is renamed or removed or changes meaning. [-]"""
+
+#: llama.cpp's ``--cache-type-k/-v`` names and the catalogue KV-cache precision each one is sized as.
+#: ``q8_0`` stores 32 int8 values and one fp16 scale per block (34 bytes per 32 elements, ggml-org/llama.cpp
+#: ``ggml/src/ggml-common.h`` ``block_q8_0``): sized as int8, the scale's 1/16 left out.
+LLAMA_CPP_KV = {"f32": "fp32", "f16": "fp16", "bf16": "bf16", "q8_0": "int8"}
+
+#: llama.cpp KV-cache types that no catalogue precision sizes (4- and 5-bit blocks).
+LLAMA_CPP_KV_UNSIZED = ("q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl")
+
+KV_CACHE_HELP = "bf16, fp16, fp8, fp8_e5m2, int8, fp32; llama.cpp's f16, bf16, f32 and q8_0 (sized as int8)"
+
+
+def kv_cache(text: str) -> str:
+    """Argument type of ``--kv-cache``: a catalogue KV precision, or llama.cpp's name of one (``LLAMA_CPP_KV``).
+
+    >>> kv_cache("q8_0"), kv_cache("F16"), kv_cache("fp8")
+    ('int8', 'fp16', 'fp8')
+    """
+    key = text.strip().lower()
+    if key in LLAMA_CPP_KV_UNSIZED:
+        raise argparse.ArgumentTypeError(
+            f"llama.cpp's {key} KV cache is a 4/5-bit block type that the catalogue does not size; "
+            "int8 (q8_0) is the smallest KV cache it sizes")
+    return LLAMA_CPP_KV.get(key, key)
+
 
 MAX_NAME = 255
 """Longest model name or path component accepted (NAME_MAX of Linux and macOS file systems). [character]"""
@@ -223,6 +255,45 @@ def check_context(record: catalog.Model, context: int, prompt: int | None, allow
                 f"{flag} {value:,} is beyond the maximum context of {record.id} ({limit:,} tokens); "
                 "pass --allow-beyond-max-context to size it anyway"
             )
+
+
+def choose_layout(record: catalog.Model, target: str, gpus: int | None, layout: str | None,
+                  options: dict[str, Any], objective: str = "latency") -> tuple[str, str]:
+    """The layout a command sizes (``fit``, ``throughput``), and a line saying how it was chosen.
+
+    No ``--layout`` on one GPU: ``tp`` (one GPU, nothing to split). No ``--layout`` on several:
+    ``layouts.default_layout``, the best valid layout for ``objective``. A ``--layout`` that engines refuse
+    (``parallel.check``, heads included): ``CommandError`` listing the valid layouts of that many GPUs.
+    ``options``: ``best_layout``'s (weights, kv_cache, context, concurrency, prompt, engine, calibration).
+    """
+    from gpusizer import estimator, layouts, parallel
+
+    bare = layout is None or layout.strip().lower() in ("tp", "pp", "ep", "dp", "layer")
+    if gpus is None and layout is not None and not bare and catalog.find_system(target) is None:
+        gpus = parallel.layout(layout).gpus  # an explicit layout on a bare GPU says how many, as estimate reads it
+    _, count = estimator.resolve_target(target, gpus)
+    if layout is None:
+        if count == 1:
+            return "tp", "given"
+        chosen = layouts.default_layout(record, target, count, objective=objective, **options)
+        if chosen is None:
+            raise CommandError(f"--gpus {count}: {record.id} allows no layout of {count} GPUs (more stages than "
+                               "layers, or heads that divide by no tensor-parallel degree); try another count")
+        name, fits = chosen
+        fastest = "the fastest per user" if objective == "latency" else "the most tokens/s with full KV pools"
+        how = f"{fastest} of the layouts that fit" if fits else "none fits; the nearest to fitting"
+        return name, f"{name}: the best valid layout of {count} GPUs ({how}; --layout to choose, gpusizer layouts " \
+                     "ranks them)"
+    plan = parallel.layout(layout, count)
+    try:
+        parallel.check(plan, record)
+    except ValueError as error:
+        valid = [p.name for p in parallel.candidates(record, count)][:6]
+        reason = str(error).split(";")[0]
+        raise CommandError(f"--layout {layout}: {reason}, which engines refuse; valid layouts of {count} GPUs: "
+                           f"{', '.join(valid) or 'none'} (gpusizer layouts {record.id} {target} --gpus {count} "
+                           "ranks them)") from None
+    return layout, "given"
 
 
 def default_context(record: catalog.Model, context: int | None, default: int = 8192) -> int:

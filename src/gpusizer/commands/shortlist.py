@@ -1,6 +1,6 @@
 """``gpusizer shortlist``: which configurations serve a traffic within latency targets, cheapest first.
 
-    gpusizer shortlist llama-3.1-70b --prompt 2k --output 512 --rate 5 --ttft-p95 500ms --tpot-p95 50ms
+    gpusizer shortlist llama-3.1-70b --prompt 2k --output-tokens 512 --rate 5 --ttft-p95 500ms --tpot-p95 50ms
     gpusizer shortlist qwen3-32b --rate 2 --ttft-p95 1s --price h100-sxm=2.49 --price h200=3.10 --json
 
 Readable by default; ``--json`` and ``--csv`` give every row for tools. Argument parsing and output
@@ -18,7 +18,7 @@ from gpusizer.commands import common
 __all__ = ["register", "text"]
 
 EXAMPLES = (
-    "gpusizer shortlist llama-3.1-70b --prompt 2k --output 512 --rate 5 --ttft-p95 500ms --tpot-p95 50ms\n"
+    "gpusizer shortlist llama-3.1-70b --prompt 2k --output-tokens 512 --rate 5 --ttft-p95 500ms --tpot-p95 50ms\n"
     "gpusizer shortlist llama-3.1-8b --rate 20 --ttft-p95 300ms --tpot-p95 30ms --gpus rtx-4090,l40s,h100\n"
     "gpusizer shortlist qwen3-32b --rate 2 --ttft-p95 1s --price h100-sxm=2.49 --csv\n"
     "gpusizer shortlist llama-3.1-8b --rate 0.05 --ttft-p95 2s --tpot-p95 100ms --engine llama.cpp "
@@ -74,7 +74,7 @@ def register(commands: Any) -> None:
     parser.add_argument("model", help="catalogue id (gpusizer models) or a path to a config.json / checkpoint folder")
     parser.add_argument("--prompt", type=common.positive_tokens, default=2048,
                         help="mean prompt tokens, e.g. 2k (default 2k)")
-    parser.add_argument("--output", type=common.positive_tokens, default=512,
+    parser.add_argument("--output-tokens", dest="output", type=common.positive_tokens, default=512,
                         help="mean output tokens (default 512)")
     parser.add_argument("--rate", type=common.positive_number, required=True, help="requests per second to serve")
     common.add_service_arguments(parser)
@@ -87,7 +87,8 @@ def register(commands: Any) -> None:
                         help="weight precisions to sweep, e.g. bf16,fp8 (default: checkpoint, fp8, int4)")
     parser.add_argument("--engine", default="vllm", help="engine profile (default vllm)")
     parser.add_argument("--simulate", type=_argument(_whole(0, 20)), default=3,
-                        help="cheapest rows re-solved by discrete-event simulation (default 3, at most 20)")
+                        help="cheapest rows checked by discrete-event simulation, shown in their own column beside "
+                        "the closed form (default 3, at most 20)")
     parser.add_argument("--seed", type=_argument(_whole(0, 2**32 - 1)), default=0,
                         help="seed of the simulation (default 0)")
     parser.add_argument("--top", type=_argument(_whole(1, 10**6)), default=10,
@@ -111,7 +112,8 @@ def _shortlist(args: argparse.Namespace) -> str:
                       prices=prices or None, weights=args.weights, engine=args.engine, simulate=args.simulate,
                       seed=args.seed)
     if args.json:
-        data = {"model": table.model, "workload": workload.model_dump(), "slo": slo.model_dump(),
+        data = {"schema_version": common.SCHEMA_VERSION, "model": table.model, "workload": workload.model_dump(),
+                "slo": slo.model_dump(),
                 "price_source": table.price_source, "context_exceeds_model_max": table.context_exceeds_model_max,
                 "rows": table.to_dicts(),
                 "dropped": [vars(d) for d in table.dropped]}
@@ -119,6 +121,15 @@ def _shortlist(args: argparse.Namespace) -> str:
     if args.csv:
         return table.to_csv().rstrip("\n")
     return text(table, top=args.top)
+
+
+def footer_dropped(dropped: str) -> str:
+    """The footer's count of dropped configurations (``dropped``: ``"3 does not fit, 1 misses the SLO"``).
+
+    >>> footer_dropped("2 does not fit"), footer_dropped("")
+    ('dropped: 2 does not fit', 'none dropped')
+    """
+    return f"dropped: {dropped}" if dropped else "none dropped"
 
 
 def _ms(value: float) -> str:
@@ -143,15 +154,15 @@ def text(table: Any, top: int = 10) -> str:
           if table.context_exceeds_model_max else []),
         "",
     ]
-    headers = ["#", "configuration", "max req/s (band)", "replicas", "$/h", "$/Mtok (band)", "in/out $/Mtok",
-               "J/tok", f"TTFT {q} ms", f"TPOT {q} ms", "limited by"]
+    headers = ["#", "configuration", "max req/s (band)", "simulated", "replicas", "$/h", "$/Mtok (band)",
+               "in/out $/Mtok", "J/tok", f"TTFT {q} ms", f"TPOT {q} ms", "limited by"]
     cells = []
     for i, r in enumerate(table.rows[:top]):
         low, high = r.max_rate_band
         cells.append([
-            str(i + 1), r.configuration, f"{r.max_rate:.2f} ({low:.2f}-{high:.2f})" + ("*" if r.rate_method ==
-                                                                                         "simulation" else ""),
-            str(r.replicas), "-" if not math.isfinite(r.usd_per_hour) else f"{r.usd_per_hour:,.2f}",
+            str(i + 1), r.configuration, f"{r.max_rate:.2f} ({low:.2f}-{high:.2f})",
+            "-" if math.isnan(r.simulated_max_rate) else f"{r.simulated_max_rate:.2f}", str(r.replicas),
+            "-" if not math.isfinite(r.usd_per_hour) else f"{r.usd_per_hour:,.2f}",
             f"{_money(r.usd_per_million_tokens)} ({_money(r.usd_per_million_tokens_band[0])}-"
             f"{_money(r.usd_per_million_tokens_band[1])})",
             f"{_money(r.usd_per_million_input_tokens)}/{_money(r.usd_per_million_output_tokens)}",
@@ -168,10 +179,12 @@ def text(table: Any, top: int = 10) -> str:
         kind = d.reason.split(":")[0]
         reasons[kind] = reasons.get(kind, 0) + 1
     shown = min(top, len(table.rows))
+    dropped = ", ".join(f"{n} {kind}" for kind, n in sorted(reasons.items()))
     lines += [
         "",
-        f"{len(table.rows)} configurations meet the targets ({shown} shown; * = simulated, others closed form); "
-        + ", ".join(f"{n} {kind}" for kind, n in sorted(reasons.items())) + ".",
+        f"{len(table.rows)} configurations meet the targets ({shown} shown); {footer_dropped(dropped)}.",
+        "max req/s, latencies and cost: closed form; simulated: the discrete-event simulation's max req/s, for the "
+        "--simulate cheapest.",
         "Bands: p10-p90 speed of the efficiency fit x lowest-highest price quote. Prices are indicative: "
         "pass --price GPU=USD.",
     ]

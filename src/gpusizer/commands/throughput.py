@@ -1,8 +1,8 @@
 """``gpusizer throughput MODEL GPU``: offline throughput, the largest rate within targets, latencies at a rate.
 
-    gpusizer throughput llama-3.1-8b h100 --prompt 1k --output 256
+    gpusizer throughput llama-3.1-8b h100 --prompt 1k --output-tokens 256
     gpusizer throughput llama-2-70b h200 --gpus 8 --layout tp1xdp8 --weights fp8 --engine trtllm \\
-        --prompt 1k --output 256 --rate 30 --ttft-p95 2s --tpot-p95 200ms --quantile 0.99 --json
+        --prompt 1k --output-tokens 256 --rate 30 --ttft-p95 2s --tpot-p95 200ms --quantile 0.99 --json
 
 Readable by default; ``--json`` gives every figure (strict JSON, ``null`` for a figure that is not
 finite). Argument parsing and output only: the numbers come from ``gpusizer.serving.throughput``.
@@ -14,14 +14,14 @@ import argparse
 import math
 from typing import Any
 
-from gpusizer import engines
+from gpusizer import catalog, engines
 from gpusizer.commands import common
 
 __all__ = ["register", "text"]
 
 EXAMPLES = (
-    "gpusizer throughput llama-3.1-8b h100 --prompt 1k --output 256\n"
-    "gpusizer throughput llama-3.1-8b h100 --prompt 1k --output 256 --rate 10 --ttft-p95 500ms --tpot-p95 50ms\n"
+    "gpusizer throughput llama-3.1-8b h100 --prompt 1k --output-tokens 256\n"
+    "gpusizer throughput llama-3.1-8b h100 --prompt 1k --output-tokens 256 --rate 10 --ttft-p95 500ms --tpot-p95 50ms\n"
     "gpusizer throughput llama-2-70b h200 --gpus 8 --layout tp1xdp8 --weights fp8 --engine trtllm --max-seqs 806 "
     "--rate 30 --ttft-p95 2s --tpot-p95 200ms --quantile 0.99 --json"
 )
@@ -39,15 +39,16 @@ def register(commands: Any) -> None:
     parser.add_argument("model", help="catalogue id (gpusizer models) or a path to a config.json / checkpoint folder")
     parser.add_argument("gpu", help="catalogue id or alias (gpusizer gpus), or a system id such as hgx-h200-8x")
     parser.add_argument("--prompt", type=common.positive_tokens, default=1024, help="mean prompt tokens (default 1k)")
-    parser.add_argument("--output", type=common.positive_tokens, default=256,
+    parser.add_argument("--output-tokens", dest="output", type=common.positive_tokens, default=256,
                         help="mean output tokens, first token included (default 256)")
     parser.add_argument("--rate", type=common.positive_number, default=None,
                         help="requests per second to the whole system: report TTFT/TPOT p50/p95/p99 there")
     common.add_service_arguments(parser, "default 0.95; MLPerf Server uses 0.99")
     parser.add_argument("--gpus", type=common.gpu_count, default=None,
                         help=f"all GPUs of the system (default 1 or the system's; at most {common.MAX_GPUS})")
-    parser.add_argument("--layout", default="tp", help="one replica's split, times replicas: tp (default: one "
-                        "replica over every GPU), tp2xdp4 (four replicas of tp2), pp, tp8+ep8, ...")
+    parser.add_argument("--layout", default=None, help="one replica's split, times replicas: tp (one replica over "
+                        "every GPU), tp2xdp4 (four replicas of tp2), pp, tp8+ep8, ...; a layout engines refuse is "
+                        "refused (default: the valid layout with the most tokens/s, and the output says which)")
     parser.add_argument("--engine", default="vllm", help=f"engine profile: {', '.join(engines.ENGINES)}")
     parser.add_argument("--weights", help="weight precision (default: checkpoint)")
     parser.add_argument("--kv-cache", help="KV-cache dtype (default: model activation dtype)")
@@ -59,7 +60,7 @@ def register(commands: Any) -> None:
                         help="expected capacity and latencies by discrete-event simulation (slower)")
     parser.add_argument("--seed", type=common.count, default=None, help="seed of the simulation (default 0)")
     parser.add_argument("--allow-beyond-max-context", action="store_true",
-                        help="accept --prompt + --output past the model's maximum context")
+                        help="accept --prompt + --output-tokens past the model's maximum context")
     parser.add_argument("--json", action="store_true", help="every figure as strict JSON")
     parser.set_defaults(handler=_handler)
 
@@ -70,17 +71,20 @@ def _handler(args: argparse.Namespace) -> str:
     record = common.model(args.model)
     common.check_context(record, args.prompt + args.output, None, args.allow_beyond_max_context)
     workload, slo = common.service(args, args.rate or 1.0)
-    result = throughput(record, args.gpu, workload=workload, slo=slo, gpus=args.gpus, layout=args.layout,
+    options = dict(weights=args.weights, kv_cache=args.kv_cache, context=args.prompt + args.output,
+                   engine=args.engine)
+    layout, note = common.choose_layout(record, args.gpu, args.gpus, args.layout, options, objective="throughput")
+    result = throughput(record, args.gpu, workload=workload, slo=slo, gpus=args.gpus, layout=layout,
                         engine=args.engine, weights=args.weights, kv_cache=args.kv_cache, max_sequences=args.max_seqs,
                         batched_tokens=args.max_batched_tokens, latencies=args.rate is not None,
                         method="simulation" if args.simulate else "closed-form",
                         seed=0 if args.seed is None else args.seed)
     if args.json:
-        data = result.to_dict()
+        data = {"schema_version": common.SCHEMA_VERSION, **result.to_dict(), "layout_choice": note}
         if args.rate is None:
             data["workload"]["rate"] = None  # no rate was asked: latency is null
         return common.json_text(data)
-    return text(result)
+    return text(result) if note == "given" else f"layout {note}\n{text(result)}"
 
 
 def _rate(value: float) -> str:
@@ -92,11 +96,19 @@ def _ms(value: float) -> str:
         f"{value * 1e3:.2f} ms"
 
 
+def _name(gpu: str) -> str:
+    """A catalogue GPU's name (``H100 SXM``), or ``gpu`` itself for a record the catalogue does not hold."""
+    try:
+        return catalog.gpu(gpu).name
+    except KeyError:
+        return gpu
+
+
 def text(result: Any) -> str:
     """The readable answer: the configuration, then offline, capacity and latency lines."""
     w, o = result.workload, result.offline
     lines = [
-        f"{result.model} on {result.gpus} x {result.gpu}: {result.replicas} x {result.layout} ({result.engine}, "
+        f"{result.model} on {result.gpus} x {_name(result.gpu)}: {result.replicas} x {result.layout} ({result.engine}, "
         f"weights {result.weights}, KV {result.kv_cache}); {w.prompt_tokens:,.0f} prompt + {w.output_tokens:,.0f} "
         f"output tokens ({w.prompt_distribution})",
         f"engine caps per replica: {result.max_sequences:,} sequences, {result.batched_tokens:,} tokens per step, "

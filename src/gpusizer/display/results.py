@@ -19,6 +19,7 @@ from gpusizer.display.tables import (
     text_column,
     text_table,
 )
+from gpusizer.units import GB, GiB
 
 # --- estimates ------------------------------------------------------------------------------------
 
@@ -53,7 +54,7 @@ def _setup(e: Any) -> str:
     weights = e.weights + (f" (experts {e.expert_weights})" if e.expert_weights else "")
     layout = getattr(getattr(e, "parallel", None), "layout", None)
     split = f"{layout}, " if layout and e.gpus > 1 else ""
-    return f"{e.model} on {e.gpus} x {e.gpu} ({split}{e.engine}), weights {weights}, KV cache {e.kv_cache}"
+    return f"{e.model} on {e.gpus} x {_gpu_name(e, None)} ({split}{e.engine}), weights {weights}, KV cache {e.kv_cache}"
 
 
 def _is_sweep(e: Any) -> bool:
@@ -74,7 +75,7 @@ def estimate_summary(e: Any) -> str:
 def _memory_rows(e: Any) -> list[dict[str, Any]]:
     m = e.memory
     parts = [("weights", m.weights_bytes), ("KV cache", m.kv_cache_bytes), ("activations", m.activation_bytes),
-             ("runtime", m.runtime_bytes), ("total", m.total_bytes), ("budget", m.budget_bytes),
+             ("runtime", m.runtime_bytes), ("total", m.total_bytes), ("engine share", m.budget_bytes),
              ("capacity", m.capacity_bytes), ("headroom", m.headroom_bytes)]
     return [{"part": name, "GB": value, "GiB": value} for name, value in parts]
 
@@ -119,22 +120,134 @@ def _verdict(e: Any) -> str:
     return f"DOES NOT FIT: {format_bytes(-headroom)} short per GPU"
 
 
-def estimate_text(e: Any) -> str:
-    """An estimate as text: the breakdown, limits, speed and verdict; a sweep table for array inputs."""
+def estimate_text(e: Any, device: Any = None, record: Any = None, layout_note: str = "given") -> str:
+    """An estimate as text, as ``gpusizer fit`` prints it: the breakdown per GPU with where the capacity comes
+    from, speeds (with the context they hold), the layout and the verdict; a sweep table for array inputs.
+
+    ``device`` and ``record``: the GPU and model records (default: the catalogue's of ``e.gpu`` and ``e.model``,
+    when it holds them); ``layout_note``: how the layout was chosen, shown unless it was ``"given"``.
+    """
     if _is_sweep(e):
         return f"{_setup(e)}\n{text_table(estimate_rows(e), ESTIMATE_COLUMNS, max_rows=200)}"
+    if device is None or record is None:
+        found = _records(e)
+        device, record = device or found[0], record or found[1]
+    return _single_text(e, device, record, layout_note)
+
+
+def _plural(n: int, noun: str) -> str:
+    """``"1 sequence"``, ``"16 sequences"``."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
+def _size(value: float) -> str:
+    return f"{value / GB:9.2f} GB  {value / GiB:8.2f} GiB"
+
+
+def _single_text(result: Any, device: Any, record: Any, layout_note: str) -> str:
+    """One estimate as text (``estimate_text``); ``device`` and ``record`` may be None (a custom record)."""
+    m = result.memory
+    weights = result.weights + (f" (experts {result.expert_weights})" if result.expert_weights else "")
     lines = [
-        _setup(e),
-        f"context {e.context:,} tokens x {e.concurrency} sequences",
+        f"{result.model} on {result.gpus} x {_gpu_name(result, device)} ({result.engine}), weights {weights}, "
+        f"KV cache {result.kv_cache}",
+        *([f"layout {layout_note}"] if layout_note != "given" else []),
+        f"context {result.context:,} tokens x {_plural(result.concurrency, 'sequence')}, per GPU:",
         "",
-        text_table(_memory_rows(e), _MEMORY_COLUMNS),
+        f"  weights      {_size(m.weights_bytes)}",
+        f"  KV cache     {_size(m.kv_cache_bytes)}",
+        f"  activations  {_size(m.activation_bytes)}",
+        f"  runtime      {_size(m.runtime_bytes)}",
+        f"  total        {_size(m.total_bytes)}",
+        f"  engine share {_size(m.budget_bytes)}   the {result.engine} share of the capacity "
+        f"({m.budget_bytes / m.capacity_bytes:.0%})",
+        f"  capacity     {_size(m.capacity_bytes)}   {capacity_source(device, m.capacity_bytes)}",
+        f"  headroom     {_size(m.headroom_bytes)}   engine share - total",
         "",
-        _limits(e),
-        *_speed_lines(e),
-        *_parallel_lines(e),
-        _verdict(e),
     ]
-    return "\n".join(lines)
+    fitting, asked = _plural(result.max_concurrency, "sequence"), _plural(result.concurrency, "sequence")
+    limits = (
+        f"the KV pool holds {result.kv_pool_tokens:,} tokens: {fitting} of {result.context:,} tokens, "
+        f"or {asked} of up to {result.max_context:,} tokens"
+        f"{' (the model maximum)' if record is not None and result.max_context == record.max_context else ''}."
+    )
+    d, p = result.decode, result.prefill
+    lines += [
+        f"  decode       {d.expected_tokens_per_second:9.1f} tok/s per user expected "
+        f"(p10-p90 {d.band[0]:.1f}-{d.band[1]:.1f}; ceiling {d.ceiling_tokens_per_second:.1f}), "
+        f"{d.expected_aggregate_tokens_per_second:.0f} tok/s aggregate, {d.bound}-bound, each sequence holding "
+        f"{result.context:,} tokens",
+        _prefill_line(p),
+        *_parallel_line(result),
+        *([] if result.fits else ["  (speeds as if it fitted: no engine would start this configuration)"]),
+        "",
+    ]
+    if result.context_exceeds_model_max:
+        maximum = f" of {record.max_context:,} tokens" if record is not None and record.max_context else ""
+        lines += [f"warning: {result.context:,} tokens exceed the model's maximum context{maximum}; the sizes "
+                  "are extrapolated", ""]
+    if result.fits:
+        verdict = f"FITS with {m.headroom_bytes / GB:.2f} GB headroom per GPU; {limits}"
+    else:
+        verdict = f"DOES NOT FIT: {-m.headroom_bytes / GB:.2f} GB short per GPU; {limits}"
+    return "\n".join([*lines, verdict])
+
+
+def capacity_source(device: Any, capacity: float) -> str:
+    """Where the capacity of one GPU comes from, beside the memory the vendor lists (``gpusizer gpus``).
+
+    >>> from gpusizer import catalog
+    >>> capacity_source(catalog.gpu("h200"), 150.02e9)
+    'the driver reports; H200 SXM is listed as 141 GB'
+    """
+    if device is None:
+        return "as the GPU record gives it"
+    listed = f"{device.name} is listed as {device.memory / GB:.0f} GB"
+    if capacity < device.capacity * 0.999:  # unified memory: the engine's share of it
+        return f"the share of unified memory the GPU may wire ({capacity / device.capacity:.0%}); {listed}"
+    if device.memory_usable is not None:
+        return f"the driver reports; {listed}"
+    return f"as listed (the driver's figure is not in the catalogue); {listed}"
+
+
+def _prefill_line(p: Any) -> str:
+    """The prefill line of ``fit``'s text; says why when the expected time is unknown."""
+    if p.seconds_expected is None:
+        return (f"  prefill      unknown for {p.prompt:,} prompt tokens: {p.unknown} (memory-bound ceiling "
+                f"{p.seconds_ceiling * 1e3:.0f} ms, TTFT ceiling {p.ttft_seconds_ceiling * 1e3:.0f} ms)")
+    return (f"  prefill      {p.seconds_expected * 1e3:9.0f} ms for {p.prompt:,} prompt tokens expected "
+            f"(ceiling {p.seconds_ceiling * 1e3:.0f} ms); TTFT {p.ttft_seconds_expected * 1e3:.0f} ms")
+
+
+def _parallel_line(result: Any) -> list[str]:
+    """The layout line of ``fit``'s text: empty on one GPU."""
+    q = result.parallel
+    if q is None or q.gpus == 1:
+        return []
+    return [
+        f"  parallel     {q.layout} over {q.links}: scaling efficiency {q.scaling_efficiency:.0%} "
+        f"({q.speedup:.2f}x one GPU), communication {q.communication_seconds_per_step * 1e3:.2f} ms per step "
+        f"({q.communication_share:.0%})"
+    ]
+
+
+def _gpu_name(result: Any, device: Any) -> str:
+    """The GPU's name: the estimate's own (``Estimate.gpu_name``, a custom record's too), else the record's, else
+    its id."""
+    return getattr(result, "gpu_name", "") or getattr(device, "name", "") or result.gpu
+
+
+def _records(e: Any) -> tuple[Any, Any]:
+    """The catalogue GPU and model of an estimate, each None when the catalogue does not hold it (a custom one)."""
+    from gpusizer import catalog
+
+    found: list[Any] = []
+    for lookup, name in ((catalog.gpu, e.gpu), (catalog.model, e.model)):
+        try:
+            found.append(lookup(name))
+        except KeyError:
+            found.append(None)
+    return found[0], found[1]
 
 
 #: Colours of the memory components in the HTML bar (matplotlib's tab10, as ``plot.memory_breakdown``).
@@ -154,13 +267,13 @@ def _memory_bar(e: Any) -> str:
     )
     budget = 100 * float(m.budget_bytes) / scale
     capacity = 100 * float(m.capacity_bytes) / scale
-    marks = (f'<div title="budget" style="position:absolute;left:{budget:.2f}%;top:0;height:100%;'
+    marks = (f'<div title="engine share" style="position:absolute;left:{budget:.2f}%;top:0;height:100%;'
              f'border-left:2px dashed #333"></div><div title="capacity" style="position:absolute;'
              f'left:{capacity:.2f}%;top:0;height:100%;border-left:2px solid #000"></div>')
     legend = " ".join(f'<span style="color:{c}">&#9632;</span> {html.escape(n)}' for n, c in _PART_COLOURS.items())
     return (f'<div style="position:relative;display:flex;width:100%;max-width:600px;height:14px;'
             f'border:1px solid #999;margin:4px 0">{blocks}{marks}</div><div style="font-size:0.8em">{legend}; '
-            f"dashed: engine budget, solid: capacity</div>")
+            f"dashed: engine share, solid: capacity</div>")
 
 
 def estimate_html(e: Any) -> str:

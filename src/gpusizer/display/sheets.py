@@ -18,12 +18,13 @@ from gpusizer.display.tables import properties_html, properties_text
 
 
 def _gpu_pairs(g: Any) -> list[tuple[str, str]]:
-    usable = f", {format_bytes(g.memory_usable, 'GiB')} usable" if g.memory_usable is not None else ""
+    usable = (f" listed; the driver reports {format_bytes(g.memory_usable, 'GiB')}"
+              f" ({format_bytes(g.memory_usable, 'GB')})" if g.memory_usable is not None else " listed")
     pairs = [
         ("id", g.id),
         ("vendor", g.vendor),
         ("architecture", g.architecture or MISSING),
-        ("memory", f"{format_bytes(g.memory, 'GB')}{usable}" + (f" {g.memory_type}" if g.memory_type else "")),
+        ("memory", (f"{g.memory_type} " if g.memory_type else "") + f"{format_bytes(g.memory, 'GB')}{usable}"),
         ("memory bandwidth", format_bandwidth(g.memory_bandwidth)),
     ]
     for name, rate in g.dense.model_dump().items():

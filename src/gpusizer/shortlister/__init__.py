@@ -9,9 +9,10 @@ binds it, dollars per million input / output / all tokens, joules per token, the
 workload, and the uncertainty band (speed band of the efficiency fit x price range of the quotes).
 
 The sweep is two-stage. Every candidate is screened with the closed forms of ``serving.load``
-(milliseconds each); the ``simulate`` cheapest are then re-solved with the discrete-event simulation
-(``serving.simulate``), whose tails are the ones to trust, and the table is re-ranked. Rows say which
-method produced their numbers.
+(milliseconds each); the ``simulate`` cheapest are then checked with the discrete-event simulation
+(``serving.simulate``), whose tails are the ones to trust: ``Row.simulated_max_rate`` and the
+``simulated_*`` latencies sit beside the closed forms, which alone rank and price, so that a
+configuration's row does not depend on which other rows are simulated.
 
 Modules: ``shortlister.screen`` (the candidates and the screens that drop them),
 ``shortlister.search`` (pricing, ranking, ``shortlist``) and ``shortlister.table`` (the records).

@@ -1,10 +1,10 @@
-"""The shortlist's search: price every screened candidate at the workload, rank, re-solve the cheapest.
+"""The shortlist's search: price every screened candidate at the workload, rank, check the cheapest.
 
 Each candidate of ``shortlister.screen`` is loaded with the closed forms of ``serving`` (the largest
 rate within the SLO and its band), replicated until the replicas serve the workload's rate, priced
-(``cost``) and ranked by cost per million tokens; the ``simulate`` cheapest are re-solved with the
-discrete-event simulation and the table re-ranked. Composition only: the physics lives in
-``serving``, ``cost``, ``estimator`` and ``performance``.
+(``cost``) and ranked by cost per million tokens; the ``simulate`` cheapest are checked with the
+discrete-event simulation (``Row.simulated_*``, beside the closed forms, which alone rank and price).
+Composition only: the physics lives in ``serving``, ``cost``, ``estimator`` and ``performance``.
 """
 from __future__ import annotations
 
@@ -22,14 +22,18 @@ from gpusizer.shortlister.table import Row, Shortlist
 __all__ = ["shortlist"]
 
 
-def _bottleneck(best: serving.MaxRate, step: serving.StepModel) -> str:
+def _bottleneck(best: serving.MaxRate, step: serving.StepModel, workload: Workload) -> str:
+    """``best.binding`` in words. ``kv-cache`` names what the pool holds: sequences of the workload's mean
+    prompt + output tokens, as ``gpusizer fit`` counts them at that context (not the mean decode batch)."""
     side = "compute" if best.compute_bound else "bandwidth"
+    request = workload.prompt_tokens + workload.output_tokens
     words = {
         "ttft": "TTFT: prefill queue" if step.max_sequences > 4 else
                 f"TTFT: waiting for one of {step.max_sequences} sequence slots",
         "tpot": f"TPOT: {side}-bound decode at batch {best.batch:.0f}",
         "e2e": f"end-to-end latency ({side}-bound decode)",
-        "kv-cache": f"KV cache full at {best.batch:.0f} sequences",
+        "kv-cache": f"KV cache full: the pool holds {int(step.kv_capacity_tokens // request):,} sequences of "
+                    f"{request:,.0f} tokens",
         "max-sequences": f"engine limit of {step.max_sequences} sequences",
         "prefill": "prefill compute saturated",
     }
@@ -90,21 +94,21 @@ def _energy(device: catalog.GPU, gpus: int, workload: Workload, busy: float) -> 
 
 def _price_row(
     c: Candidate, record: catalog.Model, workload: Workload, slo: SLO, best: serving.MaxRate,
-    band: tuple[float, float], price: cost.GpuPrice | None, latency: tuple[float, float, float] | None,
+    band: tuple[float, float], price: cost.GpuPrice | None,
 ) -> Row:
-    """Replicas, money and energy of one configuration at the workload."""
+    """Replicas, money and energy of one configuration at the workload (closed forms only, so that a row's
+    figures depend on its configuration alone, never on which other rows ``simulate`` picks)."""
     replicas = _fleet(1, workload.rate, best.rate)
     point = serving.load(c.step, workload.at(workload.rate / replicas), quantile=slo.quantile)
-    ttft, tpot, e2e = latency if latency is not None else (
-        float(point.ttft_quantile), float(point.tpot_quantile), float(point.e2e_quantile))
+    ttft, tpot, e2e = float(point.ttft_quantile), float(point.tpot_quantile), float(point.e2e_quantile)
     return Row(
         gpu=c.device.id, gpu_name=c.device.name, gpus=c.gpus, layout=c.step.layout or c.layout,
         weights=c.weights or record.weights, kv_cache=c.step.kv_cache, engine=c.step.engine, fits=True,
         max_rate=best.rate, max_rate_band=band, rate_method=best.method, binding=best.binding,
-        bottleneck=_bottleneck(best, c.step), replicas=replicas,
+        bottleneck=_bottleneck(best, c.step, workload), replicas=replicas,
         **_money(price, c.gpus, workload, best.rate, band, point),
         **_energy(c.device, c.gpus * replicas, workload, float(point.busy)),
-        ttft=ttft, tpot=tpot, e2e=e2e, latency_method="simulation" if latency is not None else "closed-form",
+        ttft=ttft, tpot=tpot, e2e=e2e, latency_method="closed-form",
         busy=float(point.busy), batch=float(point.batch),
     )
 
@@ -118,13 +122,14 @@ def _rank(rows: list[tuple[Row, Candidate]]) -> list[tuple[Row, Candidate]]:
     return sorted(rows, key=key)
 
 
-def _simulated(c: Candidate, workload: Workload, slo: SLO, requests: int, seed: int
-               ) -> tuple[serving.MaxRate, tuple[float, float, float]]:
+def _simulated(row: Row, c: Candidate, workload: Workload, slo: SLO, requests: int, seed: int) -> Row:
+    """``row`` with the discrete-event simulation's check beside its closed forms: the largest rate within the
+    SLO, and the latencies at the rate each of ``row.replicas`` replicas receives."""
     best = serving.max_rate(c.step, workload, slo, method="simulation", requests=requests, seed=seed)
-    replicas = max(1, math.ceil(workload.rate / best.rate * (1 - 1e-9))) if best.rate > 0 else 1
-    run = serving.simulate(c.step, workload, rate=workload.rate / replicas, requests=requests, seed=seed)
+    run = serving.simulate(c.step, workload, rate=workload.rate / row.replicas, requests=requests, seed=seed)
     q = slo.quantile
-    return best, (float(run.percentile("ttft", q)), float(run.percentile("tpot", q)), float(run.percentile("e2e", q)))
+    return replace(row, simulated_max_rate=best.rate, simulated_ttft=float(run.percentile("ttft", q)),
+                   simulated_tpot=float(run.percentile("tpot", q)), simulated_e2e=float(run.percentile("e2e", q)))
 
 
 def _check_arguments(workload: Any, slo: Any, gpus: Any, max_gpus: Any, prices: Any, weights: Any, layouts: Any,
@@ -183,7 +188,9 @@ def shortlist(
     engine : str
         Engine profile (``vllm``, ``sglang``, ``trtllm``).
     simulate : int
-        How many of the cheapest rows to re-solve with the discrete-event simulation (0: none).
+        How many of the cheapest rows to check with the discrete-event simulation (0: none): their
+        ``simulated_*`` fields; every other field of every row is the closed form, so a configuration's
+        figures do not depend on which rows are simulated.
     requests, seed : int
         Size and seed of each simulated run.
 
@@ -225,18 +232,14 @@ def shortlist(
             c.step, workload, slo, [(1.0, 1.0), (c.step.decode_band[1], c.step.prefill_band[1]), (fast, slow)])
         if best.rate <= 0:
             dropped.append(screen.dropped(c.device, c.gpus, c.layout, c.weights, record,
-                                          f"misses the SLO even unloaded: {_bottleneck(best, c.step)}"))
+                                          f"misses the SLO even unloaded: {_bottleneck(best, c.step, workload)}"))
             continue
         band = (min(slowest.rate, best.rate), max(fastest.rate, best.rate))
-        rows.append((_price_row(c, record, workload, slo, best, band, table.get(c.device.id), None), c))
+        rows.append((_price_row(c, record, workload, slo, best, band, table.get(c.device.id)), c))
     rows = _rank(rows)
     for i in range(min(simulate, len(rows))):
         row, c = rows[i]
-        best, latency = _simulated(c, workload, slo, requests, seed)
-        if best.rate <= 0:
-            best = replace(best, rate=row.max_rate * 1e-3)
-        rows[i] = (_price_row(c, record, workload, slo, best, row.max_rate_band, table.get(c.device.id), latency), c)
-    rows = _rank(rows)
+        rows[i] = (_simulated(row, c, workload, slo, requests, seed), c)
     source = "user prices" if prices else "typical of data/prices.toml"
     if prices:
         source = "user prices for " + ", ".join(sorted(catalog.gpu(g).id for g in prices)) + "; else " + \

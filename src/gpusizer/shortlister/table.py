@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -40,7 +41,7 @@ class Row:
     max_rate_band: tuple[float, float]
     """``max_rate`` at the slow and at the fast end of the speed band. [1/s]"""
     rate_method: str
-    """``simulation`` or ``closed-form``."""
+    """How ``max_rate`` was found: ``closed-form`` (a simulation's check is ``simulated_max_rate``)."""
     binding: str
     """What stops a higher rate: ``ttft``, ``tpot``, ``e2e``, ``kv-cache``, ``max-sequences``, ``prefill``."""
     bottleneck: str
@@ -78,11 +79,20 @@ class Row:
     e2e: float
     """End-to-end latency at the SLO quantile. [s]"""
     latency_method: str
-    """``simulation`` or ``closed-form``."""
+    """How ``ttft``, ``tpot`` and ``e2e`` were found: ``closed-form`` (a simulation's: ``simulated_*``)."""
     busy: float
     """Share of time each replica runs engine steps at the workload. [-]"""
     batch: float
     """Mean sequences decoding per replica at the workload. [-]"""
+    simulated_max_rate: float = math.nan
+    """The discrete-event simulation's ``max_rate`` (NaN unless the row was simulated). [1/s]"""
+    simulated_ttft: float = math.nan
+    """The simulation's TTFT at the SLO quantile at the rate each of ``replicas`` receives (NaN unless simulated).
+    [s]"""
+    simulated_tpot: float = math.nan
+    """The simulation's TPOT at the SLO quantile (NaN unless simulated). [s]"""
+    simulated_e2e: float = math.nan
+    """The simulation's end-to-end latency at the SLO quantile (NaN unless simulated). [s]"""
 
     @property
     def configuration(self) -> str:

@@ -24,8 +24,8 @@ __all__ = ["AXES", "REPEATS", "Sweep", "estimate_row", "put"]
 #: Axes of the grid, slowest first (``layout`` only for a sequence of layouts, ``prompt`` only when given).
 AXES = ("model", "gpu", "gpu_count", "layout", "weights", "kv_cache", "engine", "context", "prompt", "concurrency")
 
-#: Estimate fields that are axis values already, or repeat one.
-REPEATS = {"decode_context", "decode_concurrency", "prefill_prompt", "parallel_gpus"}
+#: Estimate fields that are axis values already, or repeat one (``gpu_name`` names the ``gpu`` axis's id).
+REPEATS = {"decode_context", "decode_concurrency", "prefill_prompt", "parallel_gpus", "gpu_name"}
 _RENAMED = {"gpus": "gpu_count"}
 
 
@@ -205,7 +205,7 @@ class Sweep:
         writer.writerow(self.data)
         for start in range(0, len(self), block):
             part = self.take(np.arange(start, min(start + block, len(self)))).columns
-            writer.writerows(zip(*(_csv_values(column) for column in part.values()), strict=True))
+            writer.writerows(zip(*(_csv_values(column, name) for name, column in part.items()), strict=True))
 
     def to_parquet(self, path: str | Path) -> None:
         """Write the rows as Parquet (needs ``pyarrow``); a missing number (NaN) is a null."""
@@ -236,8 +236,11 @@ def _pick(array: np.ndarray, at: tuple[np.ndarray, ...], shape: tuple[int, ...])
     return array[index]
 
 
-def _csv_values(column: np.ndarray) -> list[Any]:
-    """A column's values for ``csv.writer``: None (an empty field) where a float is NaN."""
+def _csv_values(column: np.ndarray, name: str = "") -> list[Any]:
+    """A column's values for ``csv.writer``: None (an empty field) where a float is NaN; a size (``*_bytes``)
+    as a whole number of bytes, as ``gpusizer fit --json`` gives it (85061827297.28 -> 85061827297)."""
+    if name.endswith("_bytes") and column.dtype.kind == "f":
+        return [None if v != v else round(v) for v in column.tolist()]
     values = column.tolist()
     if column.dtype.kind == "f" and np.isnan(column).any():
         return [None if v != v else v for v in values]
