@@ -263,8 +263,7 @@ def vllm_sampler_bytes(batched_tokens: Any, max_sequences: Any, vocab: Any, byte
     * a sampler that skips top-k/top-p while profiling (later V1 runners): 16 B, calibrated on
       kvcached#448 (Qwen2.5-0.5B, A100, 256 sequences, vocabulary 151,936: 0.59 GiB torch peak; this gives
       0.58 GiB);
-    * V0 (``vllm/worker/model_runner.py``): about one float32 copy, 4 B (vllm#10702 and #13061 log 0.10 and
-      0.19 GiB of torch peak above the weights at 256 sequences).
+    * V0: about one float32 copy, 4 B (vllm#10702, #13061: 0.10 and 0.19 GiB above the weights at 256 sequences).
 
     Examples
     --------
@@ -307,10 +306,9 @@ def vllm_activation_bytes(
     Returns
     -------
     numeric
-        :math:`\max(M_{fwd}, M_{sampler})`: ``profile_run`` runs the forward pass, frees its activations
-        and then samples, so the "torch peak increase" of ``determine_available_memory``
-        (vllm-project/vllm ``vllm/v1/worker/gpu_worker.py``) is the larger of the two, not their sum
-        (vllm#10517: 2.07 GiB at 20,000 tokens, the forward pass alone). [B]
+        :math:`\max(M_{fwd}, M_{sampler})`: ``profile_run`` frees the forward pass's activations before it
+        samples, so the "torch peak increase" of ``determine_available_memory`` (vllm-project/vllm
+        ``vllm/v1/worker/gpu_worker.py``) is the larger of the two (vllm#10517: the forward pass alone). [B]
 
     Examples
     --------
