@@ -60,3 +60,37 @@ def test_stored_bytes_move_only_the_unquantized_part():
 ])
 def test_exclusion_patterns(patterns, expected):
     assert unquantized_parts(patterns, 3) == expected
+
+
+def _llama8b(**changes):
+    config = json.loads((ROOT / "data" / "model-configs" / "llama-3.1-8b.json").read_text())["config"]
+    return {**config, **changes}
+
+
+def test_importer_reads_each_methods_exclusion_list(tmp_path):
+    ct = {"quant_method": "compressed-tensors", "ignore": ["lm_head", "re:.*self_attn.*"],
+          "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float"}}}}
+    model = hf.from_hf_config(_llama8b(quantization_config=ct), id="x")
+    assert (model.weights, model.unquantized_roles, model.unquantized_layers) == ("fp8", ("attention",), ())
+    awq = {"quant_method": "awq", "bits": 4, "modules_to_not_convert": ["model.layers.31.mlp"]}
+    model = hf.from_hf_config(_llama8b(quantization_config=awq), id="x")
+    assert (model.weights, model.unquantized_roles, model.unquantized_layers) == ("int4", (), (31,))
+    # ModelOpt's hf_quant_config.json: exclude_modules under "quantization"
+    (tmp_path / "config.json").write_text(json.dumps(_llama8b()))
+    hf_quant = {"quantization": {"quant_algo": "NVFP4", "exclude_modules": ["lm_head", "model.layers.0*"]}}
+    (tmp_path / "hf_quant_config.json").write_text(json.dumps(hf_quant))
+    model = hf.from_hf_config(tmp_path)
+    assert (model.weights, model.unquantized_roles, model.unquantized_layers) == ("nvfp4", (), (0,))
+    # an experts-only format (gpt-oss MXFP4) records nothing: attention is already at the checkpoint dtype
+    gpt_oss = json.loads((ROOT / "data" / "model-configs" / "gpt-oss-20b.json").read_text())["config"]
+    assert hf.from_hf_config(gpt_oss, id="x").unquantized_roles == ()
+
+
+def test_excluded_layers_cost_their_bf16_bytes():
+    # Llama-3.1-8B in int4 with layer 31's MLP left in BF16: 3 x 4096 x 14336 params more at 2 B - 0.52 B
+    base = catalog.model("llama-3.1-8b").model_copy(update={"weights": "int4"})
+    kept = base.model_copy(update={"unquantized_layers": (31,)})
+    extra = (gpusizer.estimate(kept, "h100-sxm").memory.weights_bytes
+             - gpusizer.estimate(base, "h100-sxm").memory.weights_bytes)
+    attention = 2 * 4096 * 4096 + 2 * 4096 * 1024
+    assert extra == pytest.approx((attention + 3 * 4096 * 14336) * (2 - precision.bytes_per_element("int4")))

@@ -14,7 +14,9 @@ derived from the ones it does (named in ``derived``).
 Figures and the estimate fields they are compared with (per GPU):
 
 * ``weights``: ``memory.weights_bytes``;
-* ``activation_peak``: ``memory.activation_bytes`` (the profile run's torch peak above the weights);
+* ``activation_peak``: ``memory.activation_bytes`` (the profile run's torch peak above the weights: the
+  larger of the forward pass and the dummy sampler, whose bytes per logit follow the log's vLLM version,
+  ``_V0`` and ``_SORT_SAMPLER``);
 * ``non_torch``: ``memory.runtime_bytes`` less the engine's CUDA-graph term;
 * ``kv_cache_memory``: ``kv_pool_bytes`` (less ``kv_pool_deficit_bytes`` when negative);
 * ``kv_cache_tokens``: ``kv_pool_tokens`` of the whole layout; ``max_concurrency``: those tokens
