@@ -28,11 +28,11 @@ weights = linear * (1 + 4 / (128 * 128)) + (2 * vocab * d + norms) * 2
 # KV cache: keys and values, every layer, every KV head, one byte each in FP8.
 kv_per_token = 2 * layers * kv_heads * head_dim * 1
 kv = kv_per_token * context * users
-# vLLM: 0.9 of the memory torch reports; activation peak of the 8192-token profile pass and the
-# dummy sampler (256 requests x vocab, four float32 copies); 0.2 GiB non-torch memory and 0.3 GiB of
-# CUDA graphs.
+# vLLM: 0.9 of the memory torch reports; activation peak: the larger of the 8192-token profile pass and
+# the dummy sampler run after it (256 requests x vocab, four float32 copies); 0.2 GiB non-torch memory
+# and 0.3 GiB of CUDA graphs.
 budget = 0.9 * gpu.capacity
-activation = 8192 * (3 * ffn + 3 * d) * 2 + 16 * 256 * vocab
+activation = max(8192 * (3 * ffn + 3 * d) * 2, 16 * 256 * vocab)
 runtime = 0.5 * GiB
 pool = budget - weights - activation - runtime
 hand = {

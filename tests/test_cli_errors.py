@@ -276,3 +276,12 @@ def test_fit_json_names_the_engine_terms_of_its_startup_log(capsys):
     assert main(["fit", "llama-3.1-8b", "h100", "--engine", "llama.cpp", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["engine_memory"]["kv_cache_buffer_bytes"] == data["memory"]["kv_cache_bytes"]
+
+
+def test_fit_json_kv_memory_goes_negative_as_vllm_logs_it(capsys):
+    # vLLM prints the signed balance ("Available KV cache memory: -2.14 GiB", vllm#23278); Llama-3.1-70B in
+    # BF16 (141 GB) on one H100 leaves a deficit: kv_pool_bytes stays 0, the engine term is minus the deficit
+    assert main(["fit", "llama-3.1-70b", "h100", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["kv_pool_bytes"] == 0 and data["kv_pool_deficit_bytes"] > 60 * 2**30
+    assert data["engine_memory"]["kv_cache_memory_bytes"] == pytest.approx(-data["kv_pool_deficit_bytes"], abs=1)

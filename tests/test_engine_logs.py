@@ -26,16 +26,26 @@ def _tool():
 
 #: Logs reproduced within target (log name, figure); the others are listed as off in docs/memory.md.
 REPRODUCED = {
+    # vLLM: KV = gmu x total - weights - max(forward, sampler) - non-torch, memory.vllm_activation_bytes
     ("Llama-3.1-8B, RTX 3090, 20k", "kv_cache_memory"),  # vllm#10517: 3.81 GiB
     ("Llama-3.1-8B, RTX 3090, 20k", "weights"),  # vllm#10517: 14.9888 GiB
+    ("Llama-3.1-8B, RTX 3090, 29k", "kv_cache_memory"),  # vllm#10517: 2.89 GiB
+    ("Llama-3.1-8B, RTX 3090, 29k", "kv_cache_tokens"),  # vllm#10517: 23,648 tokens
     ("Llama-3.1-8B, RTX 3090, 29k", "starts"),  # vllm#10517: 0.82x concurrency, no start
     ("Llama-3.1-70B, 8 x H200 TP8", "kv_cache_memory"),  # vllm#10702: 110.52 GiB
-    ("R1-Distill-Qwen-14B, 2 x RTX 4090 TP2", "kv_cache_tokens"),  # vllm#13061: 81,536 tokens
+    # (its 81,536 tokens are the other rank's, 1.23 GiB smaller than the 8.69 GiB logged here)
+    ("R1-Distill-Qwen-14B, 2 x RTX 4090 TP2", "kv_cache_memory"),  # vllm#13061: 8.69 GiB
     ("Llama-3.1-70B W8A8, 1 GPU", "weights"),  # vllm#12569: 67.7229 GiB
+    ("Qwen3-235B-A22B-FP8, 4 x H100 TP4", "kv_cache_memory"),  # vllm#21348: 8.11 GiB (vLLM 0.10 sort sampler)
+    ("Qwen3-235B-A22B-FP8, 4 x H100 TP4", "kv_cache_tokens"),  # vllm#21348: 178,880 tokens
     ("gpt-oss-120b, H100, vLLM 0.10.1", "weights"),  # vllm#23278: 65.9651 GiB (Marlin MXFP4 experts)
-    ("gpt-oss-120b, H100, vLLM 0.10.1", "starts"),  # vllm#23278: -2.14 GiB KV at gmu 0.9, no start
+    ("gpt-oss-120b, H100, vLLM 0.10.1", "kv_cache_memory"),  # vllm#23278: -2.14 GiB KV at gmu 0.9
+    ("gpt-oss-120b, H100, vLLM 0.10.1", "starts"),  # vllm#23278: no start
+    ("gpt-oss-120b, H100, gmu 0.95, 1024 batched", "kv_cache_memory"),  # vllm#27508: 1.71 GiB
+    ("gpt-oss-120b, H100, gmu 0.95, 1024 batched", "starts"),  # vllm#27508: too small for 131,072 tokens
     ("gpt-oss-120b, H100, vLLM 0.14.1", "weights"),  # vllm#33155: 64.38 GiB (Triton MXFP4 experts)
     ("gpt-oss-20b, A100 80GB, gmu 0.65", "weights"),  # myoceane.fr: 13.72 GiB
+    ("gpt-oss-20b, A100 80GB, gmu 0.65", "kv_cache_memory"),  # myoceane.fr: 36.56 GiB
     ("Qwen3-30B-A3B, 4 x A10 TP4", "weights"),  # vllm#17469: 14.2474 GiB
     ("DeepSeek-V2-Lite, vLLM 0.5", "weights"),  # vllm#4650: 29.3010 GiB
     # SGLang: pool = f x (free before loading) - weights, sgl-project/sglang@226149ac457b
@@ -63,6 +73,23 @@ def test_report_is_up_to_date():
 @given(st.integers(1, 65536), st.integers(1, 4096), st.integers(1000, 300000))
 def test_sampler_counts_only_requests_a_step_can_sample(tokens, seqs, vocab):
     assert memory.vllm_sampler_bytes(tokens, seqs, vocab) == 16.0 * min(tokens, seqs) * vocab
+    assert memory.vllm_sampler_bytes(tokens, seqs, vocab, 38.0) == 38.0 * min(tokens, seqs) * vocab
+
+
+@given(st.integers(1, 65536), st.integers(1, 4096), st.integers(1000, 300000), st.sampled_from([4.0, 16.0, 38.0]))
+def test_profile_peak_is_the_larger_phase_not_their_sum(tokens, seqs, vocab, per_logit):
+    # profile_run frees the forward pass's activations before the dummy sampler runs
+    forward = memory.vllm_forward_activation_bytes(tokens, 4096, 14336, 2.0)
+    sampler = memory.vllm_sampler_bytes(tokens, seqs, vocab, per_logit)
+    peak = memory.vllm_activation_bytes(tokens, 4096, 14336, vocab, seqs, 2.0, 1, per_logit)
+    assert peak == max(forward, sampler)
+
+
+def test_gpt_oss_sort_sampler_fills_the_missing_gigabytes():
+    # vllm#23278 (0.10.1, H100, gmu 0.9, 1024 sequences): KV = 0.9 x 79.22 - 65.97 - peak - non-torch = -2.14,
+    # so peak + non-torch = 7.47 GiB; the sort sampler gives 38 x 1024 x 201,088 B = 7.29 GiB, plus 0.2 GiB
+    sampler = memory.vllm_sampler_bytes(8192, 1024, 201088, 38.0) / GiB
+    assert abs(sampler + 0.2 - (0.9 * 79.22 - 65.97 + 2.14)) < 0.1
 
 
 @given(st.integers(1, 65536), st.integers(1, 8))

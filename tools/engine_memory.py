@@ -14,7 +14,9 @@ derived from the ones it does (named in ``derived``).
 Figures and the estimate fields they are compared with (per GPU):
 
 * ``weights``: ``memory.weights_bytes``;
-* ``activation_peak``: ``memory.activation_bytes`` (the profile run's torch peak above the weights);
+* ``activation_peak``: ``memory.activation_bytes`` (the profile run's torch peak above the weights: the
+  larger of the forward pass and the dummy sampler, whose bytes per logit follow the log's vLLM version,
+  ``_V0`` and ``_SORT_SAMPLER``);
 * ``non_torch``: ``memory.runtime_bytes`` less the engine's CUDA-graph term;
 * ``kv_cache_memory``: ``kv_pool_bytes`` (less ``kv_pool_deficit_bytes`` when negative);
 * ``kv_cache_tokens``: ``kv_pool_tokens`` of the whole layout; ``max_concurrency``: those tokens
@@ -79,37 +81,49 @@ _BEFORE_V021 = {"cuda_graph_bytes": 0.0}
 """Every vLLM log here predates v0.21, which first counts CUDA graphs in the budget."""
 _V1 = {"batched_tokens": 8192, "max_sequences": 1024}
 """vLLM V1 ``vllm serve`` defaults on 70 GB+ GPUs (arg_utils ``_set_default_args_v1``)."""
+_V0 = {"sampler_bytes_per_logit": 4.0}
+"""vLLM V0 (0.5-0.7): the profile's sampler holds about one float32 copy of the logits
+(``memory.vllm_sampler_bytes``)."""
+_SORT_SAMPLER = {"sampler_bytes_per_logit": 38.0}
+"""vLLM 0.10-0.11 V1: the profile's dummy sampler runs the sort-based top-k/top-p
+(``vllm/v1/sample/ops/topk_topp_sampler.py`` ``apply_top_k_top_p``; ``memory.vllm_sampler_bytes``)."""
+_TRITON_MXFP4 = {"mxfp4_hidden_multiple": 256, "mxfp4_intermediate_multiple": 64}
+"""vLLM's Triton MXFP4 MoE backend (0.14): the intermediate width per rank padded to 64
+(``vllm/model_executor/layers/quantization/mxfp4.py`` ``Mxfp4MoEMethod.create_weights``) and the hidden
+width to 256, the padding the 0.14.1 log's 64.38 GiB implies (2880 -> 3072; Marlin's 128-multiple
+intermediate would give 65.8 GiB)."""
 
 CASES: tuple[Case, ...] = (
     Case("Llama-3.1-8B, RTX 3090, 20k", "vllm#10517", "llama-3.1-8b", "rtx-3090", "vllm",
          {"weights": "L001", "non_torch": "L005", "kv_cache_memory": "L006", "max_concurrency": "L008"},
-         context=20000, settings={"memory_fraction": 0.90, "batched_tokens": 20000, "max_sequences": 256},
+         context=20000, settings={"memory_fraction": 0.90, "batched_tokens": 20000, "max_sequences": 256, **_V0},
          derived={"activation_peak": ("L004", "L001")}, starts=True),
     Case("Llama-3.1-8B, RTX 3090, 29k", "vllm#10517", "llama-3.1-8b", "rtx-3090", "vllm",
          {"kv_cache_memory": "L010", "kv_cache_tokens": "L013", "max_concurrency": "L012"},
-         context=29000, settings={"memory_fraction": 0.90, "batched_tokens": 29000, "max_sequences": 256},
+         context=29000, settings={"memory_fraction": 0.90, "batched_tokens": 29000, "max_sequences": 256, **_V0},
          derived={"activation_peak": ("L009", "L001")}, starts=False),
     Case("Llama-3.1-70B, 8 x H200 TP8", "vllm#10702", "llama-3.1-70b", "h200-sxm", "vllm",
          {"non_torch": "L019", "kv_cache_memory": "L020"}, gpus=8, context=131072,
-         settings={"memory_fraction": 0.95, "batched_tokens": 2048, "max_sequences": 256},
+         settings={"memory_fraction": 0.95, "batched_tokens": 2048, "max_sequences": 256, **_V0},
          starts=True),
     Case("R1-Distill-Qwen-14B, 2 x RTX 4090 TP2", "vllm#13061", "qwen2.5-14b", "rtx-4090", "vllm",
          {"weights": "L031", "non_torch": "L032", "activation_peak": "L033", "kv_cache_memory": "L034",
           "kv_cache_tokens": "L035"}, gpus=2, context=131072,
-         settings={"memory_fraction": 0.98, "batched_tokens": 2048, "max_sequences": 256}, starts=False),
+         settings={"memory_fraction": 0.98, "batched_tokens": 2048, "max_sequences": 256, **_V0}, starts=False),
     Case("Llama-3.1-70B W8A8, 1 GPU", "vllm#12569", "llama-3.1-70b", "h100-sxm", "vllm",
          {"weights": "L028"}, weights="int8", context=2048, settings={"memory_fraction": 0.98}),
     Case("Qwen3-235B-A22B-FP8, 4 x H100 TP4", "vllm#21348", "qwen3-235b-a22b", "h100-sxm", "vllm",
          {"kv_cache_memory": "L041", "kv_cache_tokens": "L042"}, gpus=4, context=40960, weights="fp8",
-         settings={"memory_fraction": 0.90, **_V1}, starts=True),
+         settings={"memory_fraction": 0.90, **_V1, **_SORT_SAMPLER}, starts=True),
     Case("gpt-oss-120b, H100, vLLM 0.10.1", "vllm#23278", "gpt-oss-120b", "h100-sxm", "vllm",
          {"weights": "L043", "kv_cache_memory": "L044"}, context=131072,
-         settings={"memory_fraction": 0.90, **_V1}, starts=False),
+         settings={"memory_fraction": 0.90, **_V1, **_SORT_SAMPLER}, starts=False),
     Case("gpt-oss-120b, H100, gmu 0.95, 1024 batched", "vllm#27508", "gpt-oss-120b", "h100-sxm", "vllm",
          {"kv_cache_memory": "L045"}, context=131072,
-         settings={"memory_fraction": 0.95, "batched_tokens": 1024, "max_sequences": 1024}, starts=False),
+         settings={"memory_fraction": 0.95, "batched_tokens": 1024, "max_sequences": 1024, **_SORT_SAMPLER},
+         starts=False),
     Case("gpt-oss-120b, H100, vLLM 0.14.1", "vllm#33155", "gpt-oss-120b", "h100-sxm", "vllm",
-         {"weights": "L046"}, context=131072, settings={"memory_fraction": 0.90, **_V1}),
+         {"weights": "L046"}, context=131072, settings={"memory_fraction": 0.90, **_V1, **_TRITON_MXFP4}),
     Case("gpt-oss-20b, A100 80GB, gmu 0.65", "myoceane.fr", "gpt-oss-20b", "a100-80gb-sxm", "vllm",
          {"weights": "L047", "kv_cache_memory": "L048"}, context=131072,
          settings={"memory_fraction": 0.65, "batched_tokens": 8192, "max_sequences": 256}, starts=True),
@@ -117,8 +131,8 @@ CASES: tuple[Case, ...] = (
          {"weights": "L049"}, gpus=4, context=1024, settings={"max_sequences": 1}),
     Case("DeepSeek-V2-Lite, vLLM 0.5", "vllm#4650", "deepseek-v2-lite", "h100-sxm", "vllm",
          {"weights": "L056"}, context=32000),
-    Case("Llama-3.1-405B-FP8, 8 x H100 TP8", "vllm#6746", "llama-3.1-405b", "h100-sxm", "vllm",
-         {"weights": "L058"}, gpus=8, weights="fp8"),
+    Case("Llama-3.1-405B-FP8, 8 x H100 TP8", "vllm#6746", "llama-3.1-405b-fp8", "h100-sxm", "vllm",
+         {"weights": "L058"}, gpus=8, settings=_V0),
     Case("Qwen3-235B-A22B-FP8, 4 x H100 TP4", "vllm#21348", "qwen3-235b-a22b", "h100-sxm", "sglang",
          {"kv_cache_tokens": "L074"}, gpus=4, context=40960, weights="fp8",
          settings={"memory_fraction": 0.93}, derived={"kv_cache_memory": ("L075", "-L076")}, starts=True),

@@ -263,6 +263,9 @@ class ParameterCounts(NamedTuple):
     """Multi-token-prediction modules (not used by plain decoding)."""
     vision: int
     """Vision encoder and projector."""
+    unquantized: int = 0
+    """The part of ``linear`` the checkpoint keeps at the activation dtype (``Model.unquantized_roles``
+    and ``Model.unquantized_layers``)."""
 
     @property
     def main(self) -> int:
@@ -329,13 +332,18 @@ def parameter_counts(model: Model) -> ParameterCounts:
     -------
     ParameterCounts
         Embedding, head, per-token linear weights, routed experts (all and active), vectors, MTP
-        modules and vision encoder. [param]
+        modules and vision encoder, and the linear weights the checkpoint leaves unquantized. [param]
     """
     d = model.hidden_size
-    linear, vector, experts = 0, norm_params(d, model.norm), 0
-    for mixer, ffn in zip(model.layers, model.ffns, strict=True):
+    linear, vector, experts, unquantized = 0, norm_params(d, model.norm), 0, 0
+    roles, whole = set(model.unquantized_roles), set(model.unquantized_layers)
+    for index, (mixer, ffn) in enumerate(zip(model.layers, model.ffns, strict=True)):
         always, routed = _layer(model, mixer, ffn)
         linear, vector, experts = linear + always.matrix, vector + always.vector, experts + routed.total
+        if index in whole or roles:
+            kept = _mixer(model, mixer).matrix if index in whole or "attention" in roles else 0
+            kept += _ffn(model, ffn)[0].matrix if index in whole or "ffn" in roles else 0
+            unquantized += kept
     active = 0
     if model.moe is not None:
         active = experts * model.moe.experts_per_token // model.moe.num_experts
@@ -355,6 +363,7 @@ def parameter_counts(model: Model) -> ParameterCounts:
         vector=vector,
         mtp=mtp,
         vision=vit_params(model.vision) if model.vision is not None else 0,
+        unquantized=unquantized,
     )
 
 

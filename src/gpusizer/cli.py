@@ -168,7 +168,7 @@ def engine_memory(result: Estimate, profile: engines.EngineProfile | None = None
         "capacity": m.capacity_bytes, "budget": m.budget_bytes, "weights": m.weights_bytes,
         "activation": m.activation_bytes, "cuda_graph": profile.cuda_graph_bytes,
         "non_torch": engines.non_torch_bytes(profile.runtime_bytes, profile.runtime_bytes_multi_gpu, result.gpus),
-        "pool": result.kv_pool_bytes,
+        "pool": result.kv_pool_bytes - result.kv_pool_deficit_bytes,  # signed, as vLLM logs "-2.14 GiB"
         "pool_tokens": result.kv_pool_tokens, "kv_cache": m.kv_cache_bytes,
     }
     terms: dict[str, Any] = {name: _bytes(numbers[key]) for name, key in _ENGINE_TERMS.get(profile.name, ())}

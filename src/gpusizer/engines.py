@@ -58,6 +58,9 @@ class EngineProfile(Record):
     """Tokens of the largest forward pass (``max_num_batched_tokens``, llama.cpp ``-ub``). [token]"""
     max_sequences: int
     """Sequences sampled in one step (``max_num_seqs``). [-]"""
+    sampler_bytes_per_logit: float = 16.0
+    """Bytes alive at the profile run's sampler peak per logit of ``min(max_sequences, batched_tokens)``
+    requests (``memory.vllm_sampler_bytes``: 38 on vLLM 0.10-0.11's sort-based top-k/top-p, 4 on V0). [B]"""
     unified_memory_fraction: float = 1.0
     """Share of unified (CPU-shared) memory the GPU may wire by default. [-]"""
     mxfp4_hidden_multiple: int = 1

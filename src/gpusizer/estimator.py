@@ -332,7 +332,8 @@ def engine_capacity(device: catalog.GPU, profile: engines.EngineProfile) -> floa
 #: Activation peak of an engine's largest forward pass, by ``EngineProfile.activation``. [B]
 _ACTIVATION: dict[str, Callable[[unpack.ModelNumbers, Any, Any], Any]] = {
     "vllm": lambda f, e, count: memory.vllm_activation_bytes(
-        e.batched_tokens, f.hidden, f.ffn_width, f.vocab, e.max_sequences, f.act_bpe, count
+        e.batched_tokens, f.hidden, f.ffn_width, f.vocab, e.max_sequences, f.act_bpe, count,
+        e.sampler_bytes_per_logit,
     ),
     "llama.cpp": lambda f, e, count: memory.llama_cpp_compute_buffer_bytes(
         e.batched_tokens, f.hidden, f.ffn_width, f.vocab

@@ -230,8 +230,8 @@ def vllm_forward_activation_bytes(
     return scalar_or_array(number(batched_tokens) * per_token * number(bytes_per_element))
 
 
-def vllm_sampler_bytes(batched_tokens: Any, max_sequences: Any, vocab: Any) -> Any:
-    r"""vLLM's dummy sampler buffers: FP32 logits of every request a step may sample, and their copies.
+def vllm_sampler_bytes(batched_tokens: Any, max_sequences: Any, vocab: Any, bytes_per_logit: Any = 16.0) -> Any:
+    r"""vLLM's dummy sampler run: the logits of every request a step may sample, and the sampler's copies.
 
     Parameters
     ----------
@@ -241,28 +241,39 @@ def vllm_sampler_bytes(batched_tokens: Any, max_sequences: Any, vocab: Any) -> A
         ``max_num_seqs``. [-]
     vocab : array_like
         Vocabulary size. [-]
+    bytes_per_logit : array_like, optional
+        Bytes alive at the sampler's peak per element of the ``[requests, vocab]`` logits
+        (``EngineProfile.sampler_bytes_per_logit``). [B]
 
     Returns
     -------
     numeric
-        :math:`16 \min(B_{max}, T) V`: four float32 ``[requests, vocab]`` arrays alive at the
-        sampler's peak (logits, probabilities, and the sort of top-k/top-p). [B]
+        :math:`b_s \min(B_{max}, T) V`. [B]
 
     Notes
     -----
-    vllm-project/vllm ``vllm/v1/worker/gpu_worker.py`` warms the sampler up with
-    ``min(max_num_seqs, max_num_batched_tokens)`` requests (``gpu_model_runner.py``
-    ``_dummy_sampler_run``). The four copies are calibrated on kvcached#448: Qwen2.5-0.5B on an A100
-    (256 sequences, 2048 tokens, vocabulary 151,936) logs a 0.59 GiB torch peak; this gives 0.58 GiB
-    of sampler plus 0.07 GiB of forward pass.
+    vllm-project/vllm ``vllm/v1/worker/gpu_model_runner.py`` ``profile_run`` samples one token for each of
+    ``min(max_num_seqs, max_num_batched_tokens)`` dummy requests (``_dummy_sampler_run``). What is alive at
+    the peak depends on the sampler:
+
+    * the PyTorch top-k/top-p path of vLLM 0.10-0.11 (``vllm/v1/sample/ops/topk_topp_sampler.py``
+      ``apply_top_k_top_p``, ``logits.sort``): the bf16 logits (2 B), their float32 copy (4), the sorted
+      values and int64 indices (4 + 8), the int64 ``arange`` the CUDA sort pairs them with (8) and cub's
+      radix-sort double buffer (4 + 8): **38 B**;
+    * a sampler that skips top-k/top-p while profiling (later V1 runners): 16 B, calibrated on
+      kvcached#448 (Qwen2.5-0.5B, A100, 256 sequences, vocabulary 151,936: 0.59 GiB torch peak; this gives
+      0.58 GiB);
+    * V0: about one float32 copy, 4 B (vllm#10702, #13061: 0.10 and 0.19 GiB above the weights at 256 sequences).
 
     Examples
     --------
     >>> round(vllm_sampler_bytes(2048, 256, 151936) / 2**30, 2)
     0.58
+    >>> round(vllm_sampler_bytes(8192, 1024, 201088, 38.0) / 2**30, 2)  # gpt-oss on vLLM 0.10
+    7.29
     """
     requests = minimum(number(max_sequences), number(batched_tokens))
-    return scalar_or_array(16.0 * requests * number(vocab))
+    return scalar_or_array(number(bytes_per_logit) * requests * number(vocab))
 
 
 def vllm_activation_bytes(
@@ -273,8 +284,9 @@ def vllm_activation_bytes(
     max_sequences: Any,
     bytes_per_element: Any,
     tensor_parallel: Any = 1,
+    bytes_per_logit: Any = 16.0,
 ) -> Any:
-    r"""Activation peak of vLLM's profile run: the forward pass and the dummy sampler.
+    r"""Activation peak of vLLM's profile run: the larger of the forward pass and the dummy sampler.
 
     Parameters
     ----------
@@ -288,15 +300,24 @@ def vllm_activation_bytes(
         Activation dtype size. [B]
     tensor_parallel : array_like, optional
         The FFN intermediate is split across ranks. [-]
+    bytes_per_logit : array_like, optional
+        See ``vllm_sampler_bytes``. [B]
 
     Returns
     -------
     numeric
-        ``vllm_forward_activation_bytes + vllm_sampler_bytes``, the "torch peak increase" of vLLM's
-        ``determine_available_memory`` (vllm-project/vllm ``vllm/v1/worker/gpu_worker.py``). [B]
+        :math:`\max(M_{fwd}, M_{sampler})`: ``profile_run`` frees the forward pass's activations before it
+        samples, so the "torch peak increase" of ``determine_available_memory`` (vllm-project/vllm
+        ``vllm/v1/worker/gpu_worker.py``) is the larger of the two (vllm#10517: the forward pass alone). [B]
+
+    Examples
+    --------
+    >>> round(vllm_activation_bytes(20000, 4096, 14336, 128256, 256, 2.0) / 2**30, 2)
+    2.06
     """
     forward = vllm_forward_activation_bytes(batched_tokens, hidden, ffn_width, bytes_per_element, tensor_parallel)
-    return scalar_or_array(number(forward) + number(vllm_sampler_bytes(batched_tokens, max_sequences, vocab)))
+    sampler = vllm_sampler_bytes(batched_tokens, max_sequences, vocab, bytes_per_logit)
+    return scalar_or_array(maximum(number(forward), number(sampler)))
 
 
 def llama_cpp_compute_buffer_bytes(ubatch: Any, hidden: Any, ffn_width: Any, vocab: Any) -> Any:

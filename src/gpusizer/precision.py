@@ -207,13 +207,15 @@ def stored_weight_bytes(
     Returns
     -------
     float
-        :math:`N_{lin} b_w + N_{exp} b_e + (N_{emb} + N_{head} + N_{vec} + N_{vis}) b_a`; GGUF formats
-        store the embedding and head at :math:`b_w` too. [B]
+        :math:`(N_{lin} - N_u) b_w + N_{exp} b_e + (N_u + N_{emb} + N_{head}) b_t + (N_{vec} + N_{vis}) b_a`,
+        with :math:`N_u` the linears the checkpoint leaves unquantized (``ParameterCounts.unquantized``) and
+        :math:`b_t = b_a` (GGUF formats: :math:`b_w`, they store the embedding and head quantized too). [B]
     """
     w, a = precision(weights), precision(activation)
     e = precision(experts) if experts is not None else w
     table = w if w.covers_embeddings else a
-    linear = counts.linear * w.bits + counts.experts * e.bits
+    kept = counts.unquantized  # linears the checkpoint leaves at the activation dtype (modules_to_not_convert)
+    linear = (counts.linear - kept) * w.bits + kept * table.bits + counts.experts * e.bits
     rest = (counts.embedding + counts.head) * table.bits + (counts.vector + counts.vision) * a.bits
     mtp = counts.mtp * w.bits if include_mtp else 0.0
     return (linear + rest + mtp) / 8

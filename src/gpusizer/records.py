@@ -362,6 +362,13 @@ class Model(Presented, Record):
     """Precision of the published checkpoint's linear weights (a key of ``precision.PRECISIONS``)."""
     expert_weights: str | None = None
     """Precision of the routed experts when it differs from ``weights`` (gpt-oss MXFP4)."""
+    unquantized_roles: tuple[Literal["attention", "ffn"], ...] = ()
+    """Linear weights the checkpoint keeps at the activation dtype in every layer although ``weights``
+    quantizes the rest (its ``modules_to_not_convert`` / ``ignore``): the mixers' projections
+    (``attention``) or the dense FFN and shared experts (``ffn``)."""
+    unquantized_layers: tuple[NonNegativeInt, ...] = ()
+    """Decoder layers (0-based) whose non-routed linear weights all stay at the activation dtype (Meta's
+    FP8 Llama 3.1 405B: the first and the last)."""
     activation_dtype: str = "bf16"
     """Activation dtype (``torch_dtype``); the default KV-cache precision."""
     published: Published = Field(default_factory=Published)
@@ -389,6 +396,8 @@ class Model(Presented, Record):
                 raise ValueError(f"{self.id}: dense FFN layers need intermediate_size")
         if len(self.layer_types) > self.num_layers or len(self.ffn_types) > self.num_layers:
             raise ValueError(f"{self.id}: layer pattern longer than num_layers")
+        if any(layer >= self.num_layers for layer in self.unquantized_layers):
+            raise ValueError(f"{self.id}: unquantized_layers names a layer past num_layers")
         return self
 
     @property

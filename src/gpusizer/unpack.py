@@ -136,7 +136,9 @@ def model_numbers(record: catalog.Model, weights: str, expert_weights: str | Non
         dense_params=float(counts.linear),
         head_params=float(head),
         active_expert_params=float(counts.experts_active),
-        dense_bytes=memory.weight_bytes(counts.linear, w_bpe) + memory.weight_bytes(counts.vector, act_bpe),
+        dense_bytes=memory.weight_bytes(counts.linear - counts.unquantized, w_bpe)
+        + memory.weight_bytes(counts.unquantized, precisions.bytes_per_element(table))
+        + memory.weight_bytes(counts.vector, act_bpe),
         streamed_head_bytes=memory.weight_bytes(head, precisions.bytes_per_element(table)),
         stored_bytes=precisions.stored_weight_bytes(counts, w, expert_weights, record.activation_dtype),
         layer_bytes=parts.layers,

@@ -19,7 +19,7 @@ from gpusizer.catalog import Model
 from gpusizer.checks import instance
 from gpusizer.hf.model_types import ARCHITECTURES, DEFAULTS, generic
 from gpusizer.hf.patterns import Fields, cycle
-from gpusizer.hf.quantization import read_dtype, read_quantization
+from gpusizer.hf.quantization import excluded_modules, read_dtype, read_quantization, unquantized_parts
 from gpusizer.hf.section import MAX_INDEX_BYTES, ConfigAssumptionWarning, Section, json_object, read_json, show
 from gpusizer.hf.vision import WRAPPERS
 
@@ -90,6 +90,9 @@ def _fields(top: Section, hf_quant: Section | None) -> Fields:
     if quant is not None:
         precision, scope = quant
         fields["expert_weights" if scope == "experts" and fields.get("moe") else "weights"] = precision
+        if scope == "all":  # what the config leaves at the checkpoint dtype (experts-only formats: the rest)
+            roles, layers = unquantized_parts(excluded_modules([top, text], hf_quant), fields["num_layers"])
+            fields.update(unquantized_roles=roles or None, unquantized_layers=layers or None)
     return fields
 
 

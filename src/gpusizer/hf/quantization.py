@@ -2,15 +2,21 @@
 
 Methods: fp8 (and fbgemm_fp8), AWQ/GPTQ integer bits, MXFP4 (experts only), NVIDIA ModelOpt
 (``quant_algo``, also from ``hf_quant_config.json``) and compressed-tensors (``config_groups``).
+The modules a config leaves unquantized (``modules_to_not_convert``, ``ignore``, ``exclude_modules``...)
+become the record's ``unquantized_roles`` and ``unquantized_layers`` (``unquantized_parts``).
 """
 
 from __future__ import annotations
 
+import fnmatch
+import re
 from collections.abc import Callable
 
 from gpusizer.hf.section import Section, show
 
-__all__ = ["modelopt", "quantization_methods", "read_dtype", "read_quantization"]
+__all__ = [
+    "excluded_modules", "modelopt", "quantization_methods", "read_dtype", "read_quantization", "unquantized_parts",
+]
 
 
 _DTYPES = {
@@ -151,3 +157,70 @@ def read_quantization(sections: list[Section], hf_quant: Section | None) -> tupl
 def quantization_methods() -> tuple[str, ...]:
     """Every ``quantization_config.quant_method`` understood."""
     return tuple(_QUANT_METHODS)
+
+
+#: Keys that list the modules a quantization config leaves in the checkpoint dtype, by method: transformers'
+#: ``modules_to_not_convert`` (fbgemm_fp8, fp8, mxfp4, awq, bitsandbytes), compressed-tensors' ``ignore``,
+#: ModelOpt's ``exclude_modules`` and the ``ignored_layers`` some fp8 exporters write.
+_EXCLUDE_KEYS = ("modules_to_not_convert", "ignore", "exclude_modules", "ignored_layers")
+#: A Llama-style module name of each role in layer ``{i}``; a role is excluded in a layer when any matches.
+_ROLE_MODULES = {
+    "attention": ("model.layers.{i}.self_attn.q_proj", "model.layers.{i}.self_attn.k_proj",
+                  "model.layers.{i}.self_attn.v_proj", "model.layers.{i}.self_attn.o_proj"),
+    "ffn": ("model.layers.{i}.mlp.gate_proj", "model.layers.{i}.mlp.up_proj", "model.layers.{i}.mlp.down_proj"),
+}
+
+
+def excluded_modules(sections: list[Section], hf_quant: Section | None) -> list[str]:
+    """Module patterns the first ``quantization_config`` (or ``hf_quant_config.json``) leaves unquantized."""
+    configs = [qc for qc in (s.section("quantization_config") for s in sections) if qc is not None][:1]
+    if not configs and hf_quant is not None:
+        inner = hf_quant.section("quantization")
+        configs = [inner if inner is not None else hf_quant]
+    found: list[str] = []
+    for qc in configs:
+        for key in _EXCLUDE_KEYS:
+            for entry in qc.items(key, 100_000) or []:
+                if not isinstance(entry, str) or len(entry) > 300:
+                    raise ValueError(f"{qc.name(key)} entries must be short strings, got {show(entry)}")
+                found.append(entry)
+    return found
+
+
+def _matches(pattern: str, module: str) -> bool:
+    """Whether a module name is excluded by one entry: ``re:`` regex (compressed-tensors), glob, or the
+    module itself or a parent of it (``model.layers.0.self_attn`` covers its projections)."""
+    if pattern.startswith("re:"):
+        try:
+            return re.match(pattern[3:], module) is not None
+        except re.error as error:
+            raise ValueError(f"exclusion pattern {pattern!r} is not a regular expression: {error}") from None
+    if "*" in pattern or "?" in pattern:
+        return fnmatch.fnmatchcase(module, pattern) or fnmatch.fnmatchcase(module, pattern + ".*")
+    return module == pattern or module.startswith(pattern + ".") or module.endswith("." + pattern)
+
+
+def unquantized_parts(patterns: list[str], num_layers: int) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """``(unquantized_roles, unquantized_layers)`` of a model from its excluded module patterns.
+
+    A role (``attention``: the mixer's projections; ``ffn``: the dense FFN) excluded in every layer is a
+    role; the layers where some role is excluded otherwise are listed whole. Embeddings, the LM head,
+    routers and norms are left in the activation dtype by every Hugging Face format anyway, and routed
+    experts follow ``expert_weights``, so their entries change nothing.
+
+    Examples
+    --------
+    >>> unquantized_parts(["model.layers.*.self_attn", "lm_head"], 4)
+    (('attention',), ())
+    >>> unquantized_parts(["model.layers.0.mlp.down_proj", "model.layers.3.mlp.up_proj"], 4)
+    ((), (0, 3))
+    """
+    if not patterns:
+        return (), ()
+    excluded = {
+        role: [any(_matches(p, m.format(i=i)) for p in patterns for m in modules) for i in range(num_layers)]
+        for role, modules in _ROLE_MODULES.items()
+    }
+    roles = tuple(role for role, layers in excluded.items() if all(layers))
+    layers = tuple(i for i in range(num_layers) if any(excluded[r][i] for r in excluded if r not in roles))
+    return roles, layers

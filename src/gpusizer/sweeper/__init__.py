@@ -140,7 +140,7 @@ def sweep(
     >>> len(s), int(s["fits"].sum())
     (24, 16)
     >>> s.filter(gpu="rtx-4090", weights="fp8", context=4096)["max_concurrency"]
-    array([21, 21, 21])
+    array([22, 22, 22])
     >>> split = sweep(["llama-3.1-70b"], ["h100-sxm"], gpu_count=8, layout=["tp8", "tp4xpp2", "pp8"])
     >>> split["parallel_layout"].tolist(), split.shape[3]
     (['tp8', 'tp4xpp2', 'pp8'], 3)
