@@ -409,8 +409,8 @@ def section() -> list[str]:
         "moves as 1/(1 - load): **matched load** predicts the same rows at the measured Server/Offline ratio "
         "of gpusizer's own offline rate, which separates the latency model from the capacity error. "
         "`limited by` gives the mean-field batch and the load, the rate over gpusizer's offline rate (and the "
-        "measured Server/Offline ratio): a 5 % error in the offline rate moves a latency at load 0.9 by about "
-        "50 % (`docs/throughput.md#step-time-against-the-batch-and-latency-at-a-rate`);",
+        "measured Server/Offline ratio): a 5 % error in the offline rate moves a latency at load 0.9 by -30 % to "
+        "+90 % (`docs/throughput.md#step-time-against-the-batch-and-latency-at-a-rate`);",
         "* **output_tok_s_aggregate** and TensorRT-LLM's batch-1 **ttft_ms_median**: `performance.predict`, "
         "as the calibration rows above.",
         "",
