@@ -174,3 +174,14 @@ def test_cli_unknown_model_and_context(capsys):
     assert "llama" in capsys.readouterr().err
     assert main(["throughput", "llama-2-7b", "h100", "--prompt", "4k", "--output", "1k"]) == 2
     assert "--allow-beyond-max-context" in capsys.readouterr().err
+
+
+def test_latency_load_is_the_rate_over_the_offline_rate():
+    # load = lambda / (X_off / o): the system rate over the requests per second the saturated system completes,
+    # which is its output tok/s over the mean output (Little's law); twice the rate doubles it.
+    w = Workload(rate=4, prompt_tokens=1024, output_tokens=256)
+    t = throughput("llama-3.1-8b", "h100-sxm", workload=w)
+    assert t.latency.load == pytest.approx(4 / (t.offline.tokens_per_second / 256), rel=1e-12)
+    doubled = throughput("llama-3.1-8b", "h100-sxm", workload=w.model_copy(update={"rate": 8}))
+    assert doubled.latency.load == pytest.approx(2 * t.latency.load, rel=1e-12)
+    assert 0 < t.latency.load < 1 and t.latency.stable

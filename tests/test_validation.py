@@ -115,3 +115,28 @@ def test_published_moe_rows_under_expert_parallelism_within_the_measured_medians
     stats = _serving().public_medians(_serving().public_rows()[0])
     assert stats["MoE rows, expert parallel"][0] == 15 and stats["MoE rows, expert parallel"][1] <= 14
     assert stats["MoE rows"][0] == 33 and stats["MoE rows"][1] <= 20
+
+
+def test_p50_rows_name_their_load_beside_the_measured_one():
+    # m008 (H100 SXM x8, TP2 x DP4, p50 TPOT): the Server row m006 measured 21,606 tok/s over 290 output
+    # tokens = 74.5 req/s, the Offline row m005 24,525 tok/s, so the measured load is 21,606 / 24,525 = 0.88;
+    # gpusizer's offline answer is 24,030 tok/s (82.9 req/s): load 74.5 / 82.9 = 0.90 at the measured rate.
+    found, _ = _serving().rows()
+    row = next(r for r in found if r.case.id == "m008")
+    assert row.binding.endswith("load 0.90, measured 0.88"), row.binding
+    assert math.isclose(row.case.load, 21606.0 / 24525.0, rel_tol=1e-4)
+
+
+def test_overlap_profile_pins_the_serving_engines_and_restores_the_bounds():
+    spec = importlib.util.spec_from_file_location("serving_overlap", ROOT / "tools" / "serving_overlap.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    from gpusizer import efficiency
+
+    before = efficiency.BOUNDS["overlap"]
+    with tool.pinned_overlap(0.05) as priors:
+        assert priors.engines["trtllm"].overlap == priors.engines["vllm"].overlap == 0.05
+        assert priors.engines["llama.cpp"].overlap == 0.5  # the other engines keep their prior
+        low, high, _ = efficiency.BOUNDS["overlap"]
+        assert math.isclose(low, 0.05 * 0.999) and high == 1.0
+    assert efficiency.BOUNDS["overlap"] == before

@@ -271,7 +271,9 @@ def predict(c: ServingCase) -> ServingRow:
     name = "ttft" if c.kind == "ttft_p50" else "tpot"
     fast, slow = getattr(lat, f"{name}_band")
     capacity = _answer(replace(c, kind="offline", rate=0.0)).offline.requests_per_second
-    why = f"batch {lat.batch:.0f}" if lat.stable else f"unstable: {lat.limit} (capacity {capacity:.3g} req/s)"
+    measured = f", measured {c.load:.2f}" if math.isfinite(c.load) else ""
+    why = (f"batch {lat.batch:.0f}, load {c.rate / capacity:.2f}{measured}" if lat.stable
+           else f"unstable: {lat.limit} (capacity {capacity:.3g} req/s)")
     matched = math.nan
     if math.isfinite(c.load):
         at = _answer(replace(c, rate=c.load * capacity)).latency
@@ -294,6 +296,13 @@ def rows(prompt: float | None = None) -> tuple[tuple[ServingRow, ...], tuple[Ser
             c = replace(c, prompt=float(prompt))
         found.append(predict(c))
     return tuple(found), tuple(excluded)
+
+
+def clear_caches() -> None:
+    """Forget every cached answer (``rows``, ``public_rows``, ``offline_cases`` and the per-row
+    ``serving.throughput``), for a run with another efficiency table (``tools/serving_overlap.py``)."""
+    for cached in (_answer, rows, public_rows, offline_cases):
+        cached.cache_clear()
 
 
 def ape_stats(errors: list[float]) -> tuple[int, float, float]:
@@ -398,7 +407,10 @@ def section() -> list[str]:
         "row's Server result measured; `unstable` where gpusizer's capacity is below that rate (counted as "
         "an infinite error). MLPerf runs the Server scenario at 80-95 % of its Offline rate, where a latency "
         "moves as 1/(1 - load): **matched load** predicts the same rows at the measured Server/Offline ratio "
-        "of gpusizer's own offline rate, which separates the latency model from the capacity error;",
+        "of gpusizer's own offline rate, which separates the latency model from the capacity error. "
+        "`limited by` gives the mean-field batch and the load, the rate over gpusizer's offline rate (and the "
+        "measured Server/Offline ratio): a 5 % error in the offline rate moves a latency at load 0.9 by -30 % to "
+        "+90 % (`docs/throughput.md#step-time-against-the-batch-and-latency-at-a-rate`);",
         "* **output_tok_s_aggregate** and TensorRT-LLM's batch-1 **ttft_ms_median**: `performance.predict`, "
         "as the calibration rows above.",
         "",

@@ -120,6 +120,10 @@ class Latency:
     """Why an unstable rate is unstable (``prefill``, ``kv-cache``, ``max-sequences``); ``""`` when stable."""
     batch: float
     """Mean sequences decoding in one replica (Little's law). [-]"""
+    load: float
+    """Request rate over the offline (saturated) rate, :math:`\\lambda o / X_{off}`: near 1 the latencies grow as
+    :math:`1/(1 - \\rho)`, so a few percent of error in the engine's speed moves them by tens of percent
+    (``docs/throughput.md#step-time-against-the-batch-and-latency-at-a-rate``). [-]"""
     ttft: Quantiles
     """Time to first token, queueing included, expected. [s]"""
     tpot: Quantiles
@@ -255,8 +259,8 @@ def _simulated(table: StepModel, workload: Workload, rate: float, options: dict[
 
 
 def _latency(step: StepModel, top: StepModel, workload: Workload, replicas: int, method: str,
-             options: dict[str, Any]) -> Latency:
-    """Latency quantiles at the workload's rate, each replica receiving its share."""
+             options: dict[str, Any], offline: Offline) -> Latency:
+    """Latency quantiles at the workload's rate, each replica receiving its share; ``offline`` gives the load."""
     per = workload.rate / replicas
     point = load(step, workload, per, quantile=0.5)
     stable = bool(point.stable)
@@ -268,9 +272,21 @@ def _latency(step: StepModel, top: StepModel, workload: Workload, replicas: int,
     bands = [_closed_form(table, workload, per) for table in (fast, slow)]
     ttft_top, tpot_top = _closed_form(top, workload, per)
     return Latency(rate=float(workload.rate), rate_per_replica=per, stable=stable, limit=str(point.limit),
-                   batch=float(point.batch), ttft=ttft, tpot=tpot, ttft_ceiling=ttft_top, tpot_ceiling=tpot_top,
+                   batch=float(point.batch), load=_load(workload.rate, offline.requests_per_second), ttft=ttft,
+                   tpot=tpot, ttft_ceiling=ttft_top, tpot_ceiling=tpot_top,
                    ttft_band=(bands[0][0], bands[1][0]), tpot_band=(bands[0][1], bands[1][1]),
                    method=method if stable else "closed-form")
+
+
+def _load(rate: float, saturated: float) -> float:
+    r"""Request rate over the saturated one, :math:`\rho = \lambda / \lambda_{off}` (inf when nothing is served). [-]
+
+    Examples
+    --------
+    >>> _load(9.0, 10.0)
+    0.9
+    """
+    return rate / saturated if saturated > 0 else math.inf
 
 
 def _replica(plan: parallel.Layout) -> parallel.Layout:
@@ -374,13 +390,14 @@ def throughput(
                             context=s + o / 2, max_prompt=longest, ceiling=ceiling, layout=replica)
                  for ceiling in (False, True))
     w, _, kv = unpack.checkpoint_precisions(record, weights, kv_cache)
+    offline = _offline(step, top, workload, replicas, count)
     return Throughput(
         model=record.id, gpu=device.id, engine=profile.name, weights=w, kv_cache=step.kv_cache or kv,
         layout=replica.name, gpus_per_replica=replica.gpus, replicas=replicas, gpus=count, workload=workload, slo=slo,
         max_sequences=step.max_sequences, batched_tokens=step.chunk_tokens, kv_capacity_tokens=step.kv_capacity_tokens,
-        max_concurrency=batch_limit(step, s + o), offline=_offline(step, top, workload, replicas, count),
+        max_concurrency=batch_limit(step, s + o), offline=offline,
         capacity=None if slo is None else _capacity(step, top, workload, slo, replicas, count, method, options),
-        latency=_latency(step, top, workload, replicas, method, options) if latencies else None,
+        latency=_latency(step, top, workload, replicas, method, options, offline) if latencies else None,
     )
 
 
