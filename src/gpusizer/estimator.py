@@ -130,8 +130,11 @@ class Estimate(Presented):
     """Speculative decoding (``estimate(..., speculative=...)``; ``gpusizer.speculation``); None when off."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain nested dict; arrays become lists, sizes in bytes become integers."""
-        return plain(asdict(self))
+        """Plain nested dict; arrays become lists, sizes in bytes become integers; ``speculation`` only when on."""
+        data = plain(asdict(self))
+        if self.speculation is None:
+            del data["speculation"]
+        return data
 
 
 def resolve_target(gpu: str | catalog.GPU | catalog.System, gpus: int | None) -> tuple[catalog.GPU, int]:

@@ -312,8 +312,10 @@ def _draft_setup(
         numbers = replace(ds.model, dense_params=ds.model.dense_params + extra,
                           dense_bytes=ds.model.dense_bytes + added, layer_bytes=ds.model.layer_bytes + added)
         ds = replace(ds, model=numbers)
-    name = draft.id if spec.method == "draft" else f"{spec.method}{spec.eagle_version if spec.method == 'eagle' else ''}"
-    return ds, name if spec.method == "draft" else f"{name} head of {record.id}", own_embedding, own_head
+    if spec.method == "draft":
+        return ds, draft.id, own_embedding, own_head
+    kind = f"eagle{spec.eagle_version}" if spec.method == "eagle" else "mtp"
+    return ds, f"{kind} head of {record.id}", own_embedding, own_head
 
 
 def _step_times(
@@ -389,11 +391,12 @@ def speculate(
 def _break_even_note(limit: Any, held: Any) -> str | None:
     """What ``break_even_concurrency`` means when it says no more than a number: the search limit, or past the
     concurrency the KV pool holds."""
-    if np.any(np.asarray(limit) >= BREAK_EVEN_LIMIT):
-        return f"speculation still pays at {BREAK_EVEN_LIMIT:,} sequences, the search limit"
+    notes = []
     if np.any(np.asarray(limit) > np.asarray(held)):
-        return "speculation pays at every concurrency the KV pool holds"
-    return None
+        notes.append("speculation pays at every concurrency the KV pool holds")
+    if np.any(np.asarray(limit) >= BREAK_EVEN_LIMIT):
+        notes.append(f"it still pays at {BREAK_EVEN_LIMIT:,} sequences, the search limit")
+    return "; ".join(notes) or None
 
 
 def _draft_memory(
