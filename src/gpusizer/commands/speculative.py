@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("speculative decoding (docs/speculation.md)")
     group.add_argument("--speculative", choices=speculation.METHODS, default=None,
                        help="draft with a separate model (draft), an EAGLE head (eagle) or the model's own MTP "
-                       "module (mtp: DeepSeek-V3/R1, GLM-4.5, Qwen3-Next)")
+                       "module (mtp: a record with mtp_layers: DeepSeek-V3/R1/V3.2, GLM-4.5)")
     group.add_argument("--draft", default=None, help="the draft model of --speculative draft (a catalogue id)")
     group.add_argument("--draft-tokens", type=_draft_tokens, default=None,
                        help="tokens drafted per verify step k (default: mtp 1, eagle 3, draft 3)")
