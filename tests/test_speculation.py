@@ -197,3 +197,18 @@ def test_shortlist_ranks_by_the_speculative_throughput() -> None:
     # the workload's million tokens cost less
     assert fast.configuration == plain.configuration
     assert fast.max_rate > plain.max_rate and fast.usd_per_million_tokens < plain.usd_per_million_tokens
+
+
+@pytest.mark.parametrize(("model", "gpu", "gpus", "spec"), [
+    ("deepseek-v3", "h200", 8, Speculative("mtp", draft_tokens=3)),
+    ("glm-4.5", "b200", 8, Speculative("mtp")),
+    ("llama-3.1-8b", "apple-m3-max", 1, Speculative("eagle")),
+    ("llama-3.1-70b", "rtx-4090", 1, Speculative("draft", draft="llama-3.2-1b")),  # does not fit: still no NaN
+])
+def test_no_nan_in_a_speculation(model: str, gpu: str, gpus: int, spec: Speculative) -> None:
+    import math
+
+    s = estimate(model, gpu, gpus=gpus, concurrency=8, context=4096, speculative=spec).speculation
+    for name, value in vars(s).items():
+        for item in value if isinstance(value, tuple) else (value,):
+            assert not (isinstance(item, float) and not math.isfinite(item)), (name, item)
