@@ -18,6 +18,7 @@ from typing import Any
 
 from gpusizer import architecture, catalog, engines, precision, units
 from gpusizer.commands import common
+from gpusizer.commands import speculative as speculating
 from gpusizer.commands.common import CommandError
 from gpusizer.estimator import Estimate, estimate
 
@@ -85,6 +86,7 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--engine", default="vllm", help=f"memory profile: {', '.join(engines.ENGINES)}")
     fit.add_argument("--json", action="store_true", help="machine-readable output (sizes in bytes)")
     fit.add_argument("--calibration", type=Path, help="your calibration (gpusizer calibrate ... -o my.toml)")
+    speculating.add_arguments(fit)
     fit.set_defaults(handler=_fit)
 
     for name, what, handler in (("gpus", "accelerators and systems", _gpus), ("systems", "multi-GPU systems",
@@ -314,11 +316,15 @@ def _fit(args: argparse.Namespace) -> str:
     options = dict(weights=args.weights, kv_cache=args.kv_cache, context=context, concurrency=args.concurrency,
                    prompt=args.prompt, engine=args.engine, calibration=_calibration(args.calibration))
     layout, note = common.choose_layout(record, args.gpu, args.gpus, args.layout, options)
-    result = estimate(record, args.gpu, gpus=args.gpus, layout=layout, **options)
+    speculative = speculating.speculative(args)
+    result = estimate(record, args.gpu, gpus=args.gpus, layout=layout, speculative=speculative, **options)
     if args.json:
-        return common.json_text({"schema_version": common.SCHEMA_VERSION, **fit_json(result),
-                                 "layout_choice": note})
-    return fit_text(result, catalog.gpu(result.gpu), record, layout_note=note)
+        data = {"schema_version": common.SCHEMA_VERSION, **fit_json(result), "layout_choice": note}
+        if result.speculation is not None:
+            data["speculation"].update(speculating.accepted_token_cost(result))
+        return common.json_text(data)
+    text = fit_text(result, catalog.gpu(result.gpu), record, layout_note=note)
+    return text if result.speculation is None else text + "\n" + speculating.text(result)
 
 
 def _calibration(path: Path | None) -> Any:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from gpusizer import catalog, checks, efficiency, engines, memory, parallel, performance, unpack
+from gpusizer import catalog, checks, efficiency, engines, memory, parallel, performance, speculation, unpack
 from gpusizer.checks import cache_by_identity, instance, integer_array, plain, scalar_or_array
 from gpusizer.numeric import maximum, number, where
 from gpusizer.presentation import Presented
@@ -126,10 +126,15 @@ class Estimate(Presented):
     """Layout, links, scaling efficiency and communication share (always set by ``estimate``)."""
     gpu_name: str = ""
     """The GPU's name (``GPU.name``: a custom record's as well as the catalogue's)."""
+    speculation: speculation.Speculation | None = None
+    """Speculative decoding (``estimate(..., speculative=...)``; ``gpusizer.speculation``); None when off."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain nested dict; arrays become lists, sizes in bytes become integers."""
-        return plain(asdict(self))
+        """Plain nested dict; arrays become lists, sizes in bytes become integers; ``speculation`` only when on."""
+        data = plain(asdict(self))
+        if self.speculation is None:
+            del data["speculation"]
+        return data
 
 
 def resolve_target(gpu: str | catalog.GPU | catalog.System, gpus: int | None) -> tuple[catalog.GPU, int]:
@@ -153,6 +158,7 @@ def estimate(
     engine: str | engines.EngineProfile = "vllm",
     layout: str | parallel.Layout = "tp",
     calibration: _calibration.Calibration | None = None,
+    speculative: speculation.Speculative | None = None,
 ) -> Estimate:
     """Size one model on one GPU type: memory per GPU, fit, KV pool and its limits.
 
@@ -185,6 +191,10 @@ def estimate(
     calibration : Calibration, optional
         Your own calibration (``gpusizer.calibrate``): where it covers this engine class and GPU class,
         the speed, its efficiency constants and its p10-p90 band are the calibrated ones.
+    speculative : speculation.Speculative, optional
+        Speculative decoding (a draft model, an EAGLE head or the model's MTP module, ``gpusizer.speculation``):
+        ``Estimate.speculation`` then holds the accepted-token rates, the speedup, the draft's memory and the
+        concurrency beyond which speculation stops paying; ``decode`` stays the plain decode.
 
     Returns
     -------
@@ -236,6 +246,9 @@ def estimate(
         record, device, w, experts, kv_name, count, profile.name, plan, table, scale_out_bandwidth(system), ctx, users,
         asked, None,
     )
+    speculated = None if speculative is None else speculation.speculate(
+        record, device, w, experts, kv_name, count, profile, plan, table, scale_out_bandwidth(system), ctx, users,
+        speculative, decode, sizes)
     return Estimate(
         model=record.id,
         gpu=device.id,
@@ -252,6 +265,7 @@ def estimate(
         decode=decode,
         prefill=prefill,
         parallel=_parallel_breakdown(plan, decode, prefill),
+        speculation=speculated,
     )
 
 

@@ -14,6 +14,7 @@ import math
 from typing import Any
 
 from gpusizer.commands import common
+from gpusizer.commands import speculative as speculating
 
 __all__ = ["register", "text"]
 
@@ -93,6 +94,7 @@ def register(commands: Any) -> None:
                         help="seed of the simulation (default 0)")
     parser.add_argument("--top", type=_argument(_whole(1, 10**6)), default=10,
                         help="rows shown in the text table (default 10)")
+    speculating.add_arguments(parser)
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="every row as JSON")
     output.add_argument("--csv", action="store_true", help="every row as CSV")
@@ -110,7 +112,7 @@ def _shortlist(args: argparse.Namespace) -> str:
         raise common.CommandError("shortlist needs at least one latency target: --ttft-p95, --tpot-p95 or --e2e-p95")
     table = shortlist(common.model(args.model), workload, slo, gpus=args.gpus, max_gpus=args.max_gpus,
                       prices=prices or None, weights=args.weights, engine=args.engine, simulate=args.simulate,
-                      seed=args.seed)
+                      seed=args.seed, speculative=speculating.speculative(args))
     if args.json:
         data = {"schema_version": common.SCHEMA_VERSION, "model": table.model, "workload": workload.model_dump(),
                 "slo": slo.model_dump(),

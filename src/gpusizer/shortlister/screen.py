@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -180,6 +180,8 @@ class _Sweep:
     prompts: np.ndarray
     shortest: float
     longest: float
+    speculative: Any = None
+    """``speculation.Speculative``: decode runs at the accepted-token rate (``estimate``'s ``speculation``)."""
 
 
 def _memory_screen(s: _Sweep, device: catalog.GPU, count: int, weights: str | None) -> str:
@@ -212,12 +214,22 @@ def _estimate(s: _Sweep, device: catalog.GPU, count: int, layout: str, weights: 
             warnings.simplefilter("always")
             sized = estimate(s.record, device, weights=weights, gpus=count, engine=s.engine,
                              context=np.array([[1], [int(context)]]), concurrency=s.tokens, prompt=s.prompts,
-                             layout=_layout_name(layout, count))
+                             layout=_layout_name(layout, count), speculative=s.speculative)
     except ValueError as error:
         return f"no speed model: {error}"
     if caught:  # e.g. attention heads that do not divide by the tensor-parallel degree
         return f"layout refused: {caught[0].message}"
-    return sized
+    return sized if sized.speculation is None else _speculated(sized)
+
+
+def _speculated(sized: Any) -> Any:
+    """``sized`` whose decode runs at its speculation's accepted-token rate, per user and per step."""
+    spec = sized.speculation
+    decode = replace(sized.decode, tpot_seconds_expected=spec.tpot_seconds_expected,
+                     expected_tokens_per_second=spec.expected_tokens_per_second, band=spec.band,
+                     ceiling_tokens_per_second=spec.ceiling_tokens_per_second,
+                     tpot_seconds_ceiling=1.0 / np.asarray(spec.ceiling_tokens_per_second))
+    return replace(sized, decode=decode)
 
 
 def _swept_numbers(s: _Sweep, keys: Sequence[_Key]) -> dict[_Key, SimpleNamespace]:
@@ -293,6 +305,7 @@ def _evaluate(s: _Sweep, key: _Key, swept: SimpleNamespace | None) -> Candidate 
 def candidates(
     record: catalog.Model, devices: Sequence[catalog.GPU], gpu_counts: Sequence[int], swept: Sequence[str],
     requested: bool, weights: Sequence[str | None], workload: Workload, slo: SLO, engine: str,
+    speculative: Any = None,
 ) -> tuple[list[Candidate], list[Dropped]]:
     """Every configuration that fits one request and is not ruled out by a latency floor, with its step table.
 
@@ -305,8 +318,8 @@ def candidates(
         first layout.
     requested : bool
         Whether the caller named the layouts (then pipeline layouts are swept on NVLink too).
-    workload, slo, engine
-        As for ``shortlist``.
+    workload, slo, engine, speculative
+        As for ``shortlist`` (with ``speculative`` every configuration takes one ``estimate``).
 
     Returns
     -------
@@ -317,12 +330,12 @@ def candidates(
     nodes = serving.Lengths.of(workload)
     tokens, prompts = serving.step_axes(profile, float(nodes.prompt[-1]))
     s = _Sweep(record, workload, slo, engine, profile, {w: _weight_bytes(record, w) for w in weights},
-               tokens, prompts, float(nodes.prompt[0]), float(nodes.prompt[-1] + nodes.output[-1]))
+               tokens, prompts, float(nodes.prompt[0]), float(nodes.prompt[-1] + nodes.output[-1]), speculative)
     keys = [(device, w, count, layout) for device in devices for w in weights for count in gpu_counts
             for layout in (swept if count > 1 else swept[:1]) if _swept(layout, device, requested)]
     early = {key: _memory_screen(s, key[0], key[2], key[1]) or _floor_screen(s, key[0], key[2], key[3], key[1])
              for key in keys}
-    numbers = _swept_numbers(s, [key for key in keys if not early[key]])
+    numbers = _swept_numbers(s, [key for key in keys if not early[key]]) if speculative is None else {}
     kept: list[Candidate] = []
     left: list[Dropped] = []
     for key in keys:

@@ -163,6 +163,7 @@ def shortlist(
     simulate: int = 3,
     requests: int = 1000,
     seed: int = 0,
+    speculative: Any = None,
 ) -> Shortlist:
     r"""Rank the configurations that serve ``workload`` within ``slo`` by cost per token.
 
@@ -193,6 +194,9 @@ def shortlist(
         figures do not depend on which rows are simulated.
     requests, seed : int
         Size and seed of each simulated run.
+    speculative : speculation.Speculative, optional
+        Speculative decoding: every configuration decodes at its accepted-token rate
+        (``Estimate.speculation``), so rows rank by the speculative throughput.
 
     Returns
     -------
@@ -224,7 +228,7 @@ def shortlist(
     devices = list({d.id: d for d in devices}.values())
     candidates, dropped = screen.candidates(record, devices, screen.counts(max_gpus), screen.layouts(layouts, record),
                                             layouts is not None, screen.precisions(record, weights), workload, slo,
-                                            engine)
+                                            engine, speculative)
     rows: list[tuple[Row, Candidate]] = []
     for c in candidates:
         fast, slow = c.step.decode_band[0], c.step.prefill_band[0]

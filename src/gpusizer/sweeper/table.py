@@ -38,6 +38,8 @@ def estimate_row(result: Estimate) -> dict[str, Any]:
     row: dict[str, Any] = {}
     for f in fields(result):
         value = getattr(result, f.name)
+        if f.name == "speculation":  # estimate's speculative= only: a sweep has no speculation column
+            continue
         prefix = "" if f.name == "memory" else f"{f.name}_"
         if f.name in ("memory", "decode", "prefill", "parallel"):
             for inner in fields(value):
