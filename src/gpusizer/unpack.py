@@ -102,6 +102,11 @@ class ModelNumbers:
     """Whether the routed experts are stored in MXFP4 (which engines may pad: ``engines.padded_expert_share``)."""
     dispatch_bpe: float = 2.0
     """Bytes per element of the tokens an MoE dispatch sends (``dispatch_bytes_per_element``). [B]"""
+    selected_keys: float = np.inf
+    """Keys a query's attention reads under top-k sparse attention (``SparseAttention.index_topk``; ``inf``:
+    dense attention). [token]"""
+    index_width: int = 0
+    """Sparse-attention indexer heads times head width, :math:`H_I d_I` (0: no indexer). [-]"""
 
 @cache  # records are frozen and hashable
 def model_numbers(record: catalog.Model, weights: str, expert_weights: str | None, kv_cache: str) -> ModelNumbers:
@@ -125,7 +130,7 @@ def model_numbers(record: catalog.Model, weights: str, expert_weights: str | Non
             state += lin.num_value_heads * lin.key_head_dim * lin.value_head_dim
         elif kind == "mamba" and record.mamba is not None:
             state += record.mamba.num_heads * record.mamba.head_dim * record.mamba.state_size
-    mla = record.mla
+    mla, sparse = record.mla, record.sparse_attention
     parts = parallel.weight_parts(record, weights, expert_weights, record.activation_dtype)
     w_bpe, act_bpe = precisions.bytes_per_element(w), precisions.bytes_per_element(act)
     return ModelNumbers(
@@ -165,6 +170,8 @@ def model_numbers(record: catalog.Model, weights: str, expert_weights: str | Non
         expert_width=record.moe.expert_intermediate_size if record.moe else 0,
         mxfp4_experts=e.name == "mxfp4" and record.moe is not None,
         dispatch_bpe=dispatch_bytes_per_element(e, act_bpe),
+        selected_keys=float(sparse.index_topk) if sparse else np.inf,
+        index_width=sparse.index_n_heads * sparse.index_head_dim if sparse else 0,
     )
 
 
