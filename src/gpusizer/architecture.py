@@ -145,22 +145,10 @@ def mla_params(hidden: int, num_heads: int, mla: MLA) -> Split:
 
 
 def indexer_params(hidden: int, query_rank: int, sparse: SparseAttention) -> Split:
-    r"""Parameters of one lightning indexer of DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5).
+    r"""Parameters of one lightning indexer of DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): ``(matrix, vector)``.
 
-    Parameters
-    ----------
-    hidden : int
-        Model width :math:`d`. [-]
-    query_rank : int
-        Width the indexer queries are projected from: MLA's query latent :math:`r_q` (``q_lora_rank``),
-        or :math:`d` for a model without one. [-]
-    sparse : SparseAttention
-        :math:`H_I` heads of :math:`d_I`.
-
-    Returns
-    -------
-    Split
-        ``(matrix, vector)`` parameters. [param]
+    ``query_rank`` is the width its queries are projected from: MLA's query latent :math:`r_q` (``q_lora_rank``),
+    or the model width :math:`d` without one; ``sparse`` gives :math:`H_I` heads of :math:`d_I`.
 
     Notes
     -----

@@ -388,8 +388,7 @@ def sequence_cache_bytes(
     -------
     numeric
         :math:`f_{kv}\,b_{kv} \left(e_{full} \lceil S \rceil_b + \sum_w e_w \lceil \min(S, w) \rceil_b\right)
-        + (M_{state} + e_{conv} b_a)/t + m_{idx} \lceil S \rceil_b`, with :math:`m_{idx}` the
-        sparse-attention indexer keys per token (``KvLayout.indexed``, whole on every rank). [B]
+        + (M_{state} + e_{conv} b_a)/t + m_{idx} \lceil S \rceil_b` (:math:`m_{idx}`: ``KvLayout.indexed``). [B]
     """
     return scalar_or_array(_sequence_cache_bytes(
         number(context), layout, number(kv_bytes_per_element), number(activation_bytes_per_element),

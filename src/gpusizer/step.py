@@ -47,7 +47,6 @@ __all__ = [
     "expert_weight_bytes",
     "experts_held",
     "experts_touched",
-    "indexer_flops",
     "kv_read_bytes",
     "micro_batch_sizes",
     "pipeline_hops",
@@ -132,48 +131,9 @@ def activation_bytes(
     return decode.activation_bytes(tokens, num_layers, hidden, ffn_width, vocab, act_bpe) / tp
 
 
-def indexer_flops(pairs: Any, index_width: Any) -> Any:
-    r"""FLOPs of a sparse-attention lightning indexer scoring ``pairs`` (query, key) pairs.
-
-    Parameters
-    ----------
-    pairs : array_like
-        (query, key) pairs the indexer scores: every cached key of each query's layer. [-]
-    index_width : array_like
-        Indexer heads times head width :math:`H_I d_I`. [-]
-
-    Returns
-    -------
-    numeric
-        :math:`2\,H_I d_I\,\Pi`: one dot product of :math:`d_I` per head and pair (the official kernel
-        runs it in FP8; the ReLU and the weighted sum over heads, :math:`3 H_I` per pair, are left out). [FLOP]
-
-    References
-    ----------
-    .. [1] DeepSeek-AI, "DeepSeek-V3.2-Exp: boosting long-context efficiency with DeepSeek Sparse
-       Attention," 2025, section 2.1; ``fp8_index`` in
-       deepseek-ai/DeepSeek-V3.2-Exp:inference/model.py@6d8cb70dfdd6f37c83c5208105a3e2c8da117485.
-
-    Examples
-    --------
-    >>> float(indexer_flops(131072, 64 * 128))  # one query over 128K keys: 2 x 8192 x 131072
-    2147483648.0
-    """
-    return 2.0 * number(index_width) * number(pairs)
-
-
 def attention_flops(
-    sequences: Any,
-    new: Any,
-    before: Any,
-    windows: Any,
-    heads: Any,
-    dims: tuple[Any, Any],
-    state_elements: Any,
-    tp: Any,
-    *,
-    selected_keys: Any = math.inf,
-    index_width: Any = 0,
+    sequences: Any, new: Any, before: Any, windows: Any, heads: Any, dims: tuple[Any, Any], state_elements: Any,
+    tp: Any, *, selected_keys: Any = math.inf, index_width: Any = 0,
 ) -> Any:
     r"""Attention and recurrent-state FLOPs of one step on one tensor-parallel rank.
 
@@ -193,10 +153,8 @@ def attention_flops(
         Recurrent-state elements of the linear-attention and Mamba layers, summed. [-]
     tp : array_like
         Tensor-parallel degree. [-]
-    selected_keys : array_like, optional
-        Top-k sparse attention: keys each query's main attention attends to :math:`k` (``inf``: dense). [token]
-    index_width : array_like, optional
-        Its indexer's heads times head width :math:`H_I d_I` (0: no indexer). [-]
+    selected_keys, index_width : array_like, optional
+        Top-k sparse attention: keys a query attends to :math:`k` (``inf``: dense), indexer :math:`H_I d_I`.
 
     Returns
     -------
@@ -208,25 +166,23 @@ def attention_flops(
     .. math:: F_{att} = \left(F(s \sum_w L_w P_{\min(w, k)}, n_h, d_{qk}, d_v) + F_{rec}(s\,n, S)\right) / t
               + 2 H_I d_I\, s \sum_w L_w P_w
 
-    with :math:`P_w` the query-key pairs under window :math:`w` (``prefill.attention_pairs``). Sparse
-    attention caps the keys a query attends to at :math:`k` exactly as a window does in the pair count,
-    :math:`\min(x, k)` for the query at position :math:`x`, while its indexer scores every key
-    (``indexer_flops``) on every rank: DeepSeek's inference code keeps the indexer replicated (plain
-    ``Linear`` layers, not column-parallel ones).
+    with :math:`P_w` the query-key pairs under window :math:`w` (``prefill.attention_pairs``). Top-k caps a
+    query's keys as a window does; the indexer (``roofline.indexer_flops``) scores every key on every rank
+    (DeepSeek's inference code keeps it replicated: plain ``Linear`` layers, not column-parallel ones).
 
     References
     ----------
     .. [1] R. Pope et al., arXiv:2211.05102, 2022.
-    .. [2] deepseek-ai/DeepSeek-V3.2-Exp:inference/model.py@6d8cb70dfdd6f37c83c5208105a3e2c8da117485
-       (``Indexer``, ``topk(min(self.index_topk, end_pos))``).
+    .. [2] deepseek-ai/DeepSeek-V3.2-Exp:inference/model.py@6d8cb70dfdd6f37c83c5208105a3e2c8da117485 (``Indexer``).
     """
-    pairs = sum(layers * prefill.attention_pairs(new, before, minimum(window, selected_keys)) for window, layers in windows)
+    pairs = sum(layers * prefill.attention_pairs(new, before, minimum(window, selected_keys))
+                for window, layers in windows)
     flops = roofline.attention_flops(sequences * pairs, heads, *dims)
     dense = (flops + prefill.recurrent_flops(sequences * new, state_elements)) / tp
     if isinstance(index_width, int | float) and index_width == 0:
         return dense
     scanned = sum(layers * prefill.attention_pairs(new, before, window) for window, layers in windows)
-    return dense + indexer_flops(sequences * scanned, index_width)
+    return dense + roofline.indexer_flops(sequences * scanned, index_width)
 
 
 def kv_read_bytes(
@@ -235,23 +191,19 @@ def kv_read_bytes(
 ) -> Any:
     r"""KV cache and recurrent state one tensor-parallel rank reads in a step.
 
-    ``selected_keys`` is the top-k of sparse attention (``inf``: dense): the step's :math:`n` queries of a
-    sequence read at most :math:`n k` of its cached latents or keys per layer, and its indexer reads every
-    token's indexer key.
+    ``selected_keys`` (top-k; ``inf``: dense): :math:`n` queries read at most :math:`n k` cached latents or keys
+    per layer, and the indexer every token's indexer key.
 
     Notes
     -----
-    .. math:: M_{KV} = s \left(M_{seq}(S') + m_{idx} (S - S')\right), \quad S = n_{before} + n_{new},
-       \quad S' = \min(S, n_{new} k) \quad (\texttt{memory.sequence\_cache\_bytes})
+    .. math:: M_{KV} = s \left(M_{seq}(S') + m_{idx} (S - S')\right), \; S = n_{before} + n_{new},
+       \; S' = \min(S, n_{new} k)
 
-    with :math:`m_{idx}` the indexer bytes per token (``KvLayout.indexed``), which :math:`M_{seq}(S')` holds
-    for :math:`S'` tokens. Dense attention (:math:`k = \infty`): :math:`M_{KV} = s\,M_{seq}(S)`.
+    (``memory.sequence_cache_bytes``; :math:`m_{idx}`: ``KvLayout.indexed``); dense: :math:`s\,M_{seq}(S)`.
 
     References
     ----------
     .. [1] J. Ainslie et al., "GQA," arXiv:2305.13245, 2023.
-    .. [2] deepseek-ai/DeepSeek-V3.2-Exp:inference/model.py@6d8cb70dfdd6f37c83c5208105a3e2c8da117485
-       (``Indexer.k_cache``, ``k_scale_cache``).
     """
     context = before + new
     if isinstance(selected_keys, int | float) and selected_keys == math.inf:

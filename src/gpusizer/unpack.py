@@ -130,7 +130,7 @@ def model_numbers(record: catalog.Model, weights: str, expert_weights: str | Non
             state += lin.num_value_heads * lin.key_head_dim * lin.value_head_dim
         elif kind == "mamba" and record.mamba is not None:
             state += record.mamba.num_heads * record.mamba.head_dim * record.mamba.state_size
-    mla, sparse = record.mla, record.sparse_attention
+    mla = record.mla
     parts = parallel.weight_parts(record, weights, expert_weights, record.activation_dtype)
     w_bpe, act_bpe = precisions.bytes_per_element(w), precisions.bytes_per_element(act)
     return ModelNumbers(
@@ -169,10 +169,16 @@ def model_numbers(record: catalog.Model, weights: str, expert_weights: str | Non
         experts=e,
         expert_width=record.moe.expert_intermediate_size if record.moe else 0,
         mxfp4_experts=e.name == "mxfp4" and record.moe is not None,
-        dispatch_bpe=dispatch_bytes_per_element(e, act_bpe),
-        selected_keys=float(sparse.index_topk) if sparse else np.inf,
-        index_width=sparse.index_n_heads * sparse.index_head_dim if sparse else 0,
+        dispatch_bpe=dispatch_bytes_per_element(e, act_bpe), **sparse_numbers(record),
     )
+
+
+def sparse_numbers(record: catalog.Model) -> dict[str, Any]:
+    """``selected_keys`` and ``index_width`` of ``ModelNumbers`` (``inf`` and 0 for dense attention)."""
+    sparse = record.sparse_attention
+    if sparse is None:
+        return {"selected_keys": np.inf, "index_width": 0}
+    return {"selected_keys": float(sparse.index_topk), "index_width": sparse.index_n_heads * sparse.index_head_dim}
 
 
 #: Expert formats whose engines quantise the tokens to the experts' input format before the MoE dispatch:

@@ -24,7 +24,10 @@ from gpusizer.hf.patterns import (
 )
 from gpusizer.hf.section import LIMITS, Section, show
 
-__all__ = ["deepseek", "glm4_moe", "gpt_oss", "llama4_text", "mixtral", "nemotron_h", "qwen3_next", "qwen_moe", "sparse_attention"]
+__all__ = [
+    "deepseek", "glm4_moe", "gpt_oss", "llama4_text", "mixtral", "nemotron_h", "qwen3_next", "qwen_moe",
+    "sparse_attention",
+]
 
 
 def qwen_moe(cfg: Section, *, qwen3: bool) -> Fields:
