@@ -118,7 +118,8 @@ def test_published_conventions(catalogue: dict[str, Model]) -> None:
     assert gemma.exact and gemma.includes_vision and gemma.active is None
     assert scout.includes_vision and not scout.exact
     assert catalogue["qwen2.5-7b"].published.exact and not catalogue["llama-3.1-70b"].published.exact
-    assert catalogue["deepseek-v3.2"].published.total is None
+    v32 = catalogue["deepseek-v3.2"].published
+    assert v32.total == 685.4e9 and v32.includes_mtp and not v32.exact  # the Hugging Face count of every tensor
 
 
 # --- per-architecture spot checks (values read by hand from the reference configs) -------------------
@@ -148,10 +149,12 @@ def test_deepseek_v2_lite_and_kimi() -> None:
     assert kimi.moe is not None and kimi.moe.num_experts == 384 and kimi.num_heads == 64 and kimi.mtp_layers == 0
 
 
-def test_deepseek_v32_warns_about_the_indexer() -> None:
-    with pytest.warns(ConfigAssumptionWarning, match="indexer"):
+def test_deepseek_v32_reads_the_indexer_without_a_warning() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConfigAssumptionWarning)
         m = from_hf_config(REFS["deepseek-v3.2"]["config"])
     assert m.mla is not None and m.mtp_layers == 1
+    assert m.sparse_attention is not None and m.sparse_attention.index_topk == 2048
 
 
 def test_gemma3_layers_defaults_and_vision() -> None:
@@ -567,7 +570,8 @@ json_values = st.recursive(
 
 ARCH_KEYS = (
     "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "n_shared_experts", "moe_layer_freq",
-    "num_nextn_predict_layers", "topk_method", "index_n_heads", "mamba_num_heads", "mamba_head_dim",
+    "num_nextn_predict_layers", "topk_method", "index_n_heads", "index_head_dim", "index_topk", "mamba_num_heads",
+    "mamba_head_dim",
     "ssm_state_size", "n_groups", "conv_kernel", "mamba_ssm_cache_dtype", "moe_shared_expert_intermediate_size",
     "linear_num_key_heads", "linear_num_value_heads", "linear_key_head_dim", "linear_value_head_dim",
     "linear_conv_kernel_dim", "full_attention_interval", "shared_expert_intermediate_size", "decoder_sparse_step",

@@ -17,7 +17,8 @@ Published conventions (``[model.published]``):
   (Gemma 2/3 tables, gpt-oss Table 1, the Qwen cards' 7.61B-style figures, the Llama 3.2 card's
   1.23B/3.21B, Mixtral's 46.7B/12.9B), false for labels such as "70B", "8.2B" or "235B".
 * ``includes_vision`` is true for Gemma 3 and Llama 4, whose totals count the vision encoder.
-* ``includes_mtp`` is false everywhere: DeepSeek's 671B excludes the 14B MTP module (README), and
+* ``includes_mtp`` is false except for DeepSeek-V3.2 (``WITH_MTP``), whose only published count is the
+  Hugging Face page's 685.4B of every stored tensor; DeepSeek's 671B excludes the 14B MTP module (README), and
   GLM-4.5-Air's 106B matches the count without its MTP layer (106.9B vs 109.2B with it).
 * ``active_includes_embedding`` / ``active_includes_head``: gpt-oss counts the unembedding but not the
   embedding (model card Table 1); DeepSeek-V3's 36.7B includes both (README_WEIGHTS). For
@@ -58,6 +59,8 @@ EXACT = {
     "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b", "qwen2.5-72b", "qwen3-14b", "qwen3-32b",
     "llama-3.2-1b", "llama-3.2-3b", "mixtral-8x7b",
 }  # fmt: skip
+#: Models whose published total counts the MTP module (DeepSeek-V3.2's Hugging Face count of its safetensors).
+WITH_MTP = {"deepseek-v3.2"}
 #: Families whose published total counts the vision encoder.
 WITH_VISION = {"Gemma 3", "Llama 4"}
 #: Active-parameter conventions stated by the publisher: (embedding counted, head counted).
@@ -173,7 +176,7 @@ def published(reference: dict[str, Any], model: Model) -> dict[str, Any]:
         text=reference.get("official_params_text") or "",
         exact=reference["id"] in EXACT,
         includes_vision=reference["family"] in WITH_VISION,
-        includes_mtp=False,
+        includes_mtp=reference["id"] in WITH_MTP,
         active_includes_embedding=embedding,
         active_includes_head=head,
         source=list(reference.get("params_source") or []),

@@ -116,7 +116,9 @@ def gpu_page() -> str:
 
 def _attention(m: catalog.Model) -> str:
     kinds = "/".join(sorted(set(m.layers)))
-    return f"MLA, {kinds}" if m.mla is not None else f"{kinds}, {m.num_heads}/{m.num_kv_heads}"
+    text = f"MLA, {kinds}" if m.mla is not None else f"{kinds}, {m.num_heads}/{m.num_kv_heads}"
+    sparse = m.sparse_attention
+    return text if sparse is None else f"{text}, sparse top {sparse.index_topk:,}"
 
 
 def _kv_bytes(m: catalog.Model) -> float:

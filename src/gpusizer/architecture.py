@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from gpusizer.catalog import MLA, LinearAttention, Mamba, Model, MoE, Vision
+from gpusizer.catalog import MLA, LinearAttention, Mamba, Model, MoE, SparseAttention, Vision
 
 __all__ = [
     "KvLayout",
@@ -26,6 +26,7 @@ __all__ = [
     "deltanet_params",
     "ffn_params",
     "ffn_width_per_token",
+    "indexer_params",
     "kv_layout",
     "mamba2_params",
     "mla_params",
@@ -141,6 +142,30 @@ def mla_params(hidden: int, num_heads: int, mla: MLA) -> Split:
         mla.kv_lora_rank,
     )
     return query + kv + Split(num_heads * mla.v_head_dim * hidden, 0)
+
+
+def indexer_params(hidden: int, query_rank: int, sparse: SparseAttention) -> Split:
+    r"""Parameters of one lightning indexer of DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5): ``(matrix, vector)``.
+
+    ``query_rank`` is the width its queries are projected from: MLA's query latent :math:`r_q` (``q_lora_rank``),
+    or the model width :math:`d` without one; ``sparse`` gives :math:`H_I` heads of :math:`d_I`.
+
+    Notes
+    -----
+    .. math:: P = r_q H_I d_I + d\,d_I + d\,H_I + 2 d_I
+
+    Query projection ``wq_b`` from the query latent, one key ``wk`` shared by the heads, the head
+    weights ``weights_proj``, and a LayerNorm (weight and bias) on the key:
+    deepseek-ai/DeepSeek-V3.2-Exp:inference/model.py@6d8cb70dfdd6f37c83c5208105a3e2c8da117485 (``Indexer``).
+
+    Examples
+    --------
+    >>> from gpusizer.catalog import SparseAttention
+    >>> indexer_params(7168, 1536, SparseAttention(index_n_heads=64, index_head_dim=128, index_topk=2048))
+    Split(matrix=13959168, vector=256)
+    """
+    heads, dim = sparse.index_n_heads, sparse.index_head_dim
+    return Split(query_rank * heads * dim + hidden * dim + hidden * heads, 2 * dim)
 
 
 def ffn_params(hidden: int, intermediate: int, *, gated: bool = True, bias: bool = False) -> Split:
@@ -283,7 +308,19 @@ class ParameterCounts(NamedTuple):
         return self.embedding + self.head + self.linear + self.experts_active + self.vector
 
 
+def _indexer(model: Model, kind: str) -> Split:
+    sparse = model.sparse_attention
+    if sparse is None or kind not in ("full", "sliding", "chunked"):
+        return ZERO
+    rank = model.mla.q_lora_rank if model.mla is not None else None
+    return indexer_params(model.hidden_size, rank or model.hidden_size, sparse)
+
+
 def _mixer(model: Model, kind: str) -> Split:
+    return _attention(model, kind) + _indexer(model, kind)
+
+
+def _attention(model: Model, kind: str) -> Split:
     if kind in ("full", "sliding", "chunked"):
         if model.mla is not None:
             return mla_params(model.hidden_size, model.num_heads, model.mla)
@@ -385,6 +422,9 @@ class KvLayout(NamedTuple):
     """Convolution-state elements per sequence. [element]"""
     kv_heads: int
     """Key/value heads per layer (1 for MLA, whose latent is shared by all heads)."""
+    indexed: float = 0.0
+    """Sparse-attention indexer keys per token, summed over layers, at their own precision; every
+    tensor-parallel rank holds them whole (the indexer is replicated). [B/token]"""
 
 
 def _kv_elements(model: Model) -> int:
@@ -402,7 +442,11 @@ def kv_layout(model: Model) -> KvLayout:
     the shared rotary key, :math:`r_{kv} + d_r` (DeepSeek-V2, arXiv:2405.04434); sliding-window and
     chunked layers hold at most their window; Gated DeltaNet layers hold an
     :math:`h_v \times d_k \times d_v` state and Mamba-2 layers an :math:`h \times p \times N` state,
-    plus :math:`(k_{conv} - 1)` columns of convolution input, whatever the context.
+    plus :math:`(k_{conv} - 1)` columns of convolution input, whatever the context. Sparse attention
+    (DeepSeek Sparse Attention) stores every token's latent or keys as dense attention does, and its
+    indexer adds one key of :math:`d_I` elements per token and layer at
+    ``index_cache_bytes_per_element`` (FP8 with one FP32 scale per 128: 132 B at :math:`d_I = 128`;
+    ``k_cache`` and ``k_scale_cache`` of deepseek-ai/DeepSeek-V3.2-Exp:inference/model.py@6d8cb70d).
     """
     per_token = _kv_elements(model)
     full, windows = 0, dict[int | None, int]()
@@ -423,19 +467,27 @@ def kv_layout(model: Model) -> KvLayout:
             state += m.num_heads * m.head_dim * m.state_size * m.state_bytes_per_element
             conv += (m.conv_kernel - 1) * (m.num_heads * m.head_dim + 2 * m.n_groups * m.state_size)
     kv_heads = 1 if model.mla is not None else model.num_kv_heads
-    return KvLayout(full, tuple(sorted((w, e) for w, e in windows.items() if w)), state, conv, kv_heads)
+    indexed = 0.0
+    if model.sparse_attention is not None:
+        sparse = model.sparse_attention
+        layers = sum(kind in ("full", "sliding", "chunked") for kind in model.layers)
+        indexed = layers * sparse.index_head_dim * sparse.index_cache_bytes_per_element
+    windowed = tuple(sorted((w, e) for w, e in windows.items() if w))
+    return KvLayout(full, windowed, state, conv, kv_heads, indexed)
 
 
 def replicated_params(model: Model) -> int:
-    """Parameters every tensor-parallel rank keeps whole: vectors (norms, biases, routers) and MLA's
-    down-projections to the query and KV latents, which vLLM and SGLang do not shard. [param]"""
+    """Parameters every tensor-parallel rank keeps whole: vectors (norms, biases, routers), MLA's
+    down-projections to the query and KV latents, which vLLM and SGLang do not shard, and the sparse-
+    attention indexers' matrices (replicated ``Linear`` layers in DeepSeek's inference code). [param]"""
     counts = parameter_counts(model)
+    indexers = sum(_indexer(model, kind).matrix for kind in model.layers)
     mla = model.mla
     if mla is None:
-        return counts.vector
+        return counts.vector + indexers
     attention_layers = sum(kind in ("full", "sliding", "chunked") for kind in model.layers)
     down = model.hidden_size * ((mla.q_lora_rank or 0) + mla.kv_lora_rank + mla.qk_rope_head_dim)
-    return counts.vector + attention_layers * down
+    return counts.vector + indexers + attention_layers * down
 
 
 def ffn_width_per_token(model: Model) -> int:

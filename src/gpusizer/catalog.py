@@ -34,6 +34,7 @@ from gpusizer.records import (
     MoE,
     Published,
     Record,
+    SparseAttention,
     System,
     Vision,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "Model",
     "Published",
     "Record",
+    "SparseAttention",
     "System",
     "Vision",
     "closest",

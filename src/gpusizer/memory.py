@@ -388,7 +388,7 @@ def sequence_cache_bytes(
     -------
     numeric
         :math:`f_{kv}\,b_{kv} \left(e_{full} \lceil S \rceil_b + \sum_w e_w \lceil \min(S, w) \rceil_b\right)
-        + (M_{state} + e_{conv} b_a)/t`. [B]
+        + (M_{state} + e_{conv} b_a)/t + m_{idx} \lceil S \rceil_b` (:math:`m_{idx}`: ``KvLayout.indexed``). [B]
     """
     return scalar_or_array(_sequence_cache_bytes(
         number(context), layout, number(kv_bytes_per_element), number(activation_bytes_per_element),
@@ -406,7 +406,8 @@ def _sequence_cache_bytes(
         attention = attention + _cached_tokens(context, window, block_size) * elements
     share = _kv_shard_fraction(layout.kv_heads, tensor_parallel)
     recurrent = (layout.state_bytes + layout.conv * activation_bytes_per_element) / tensor_parallel
-    return attention * (share * kv_bytes_per_element) + recurrent
+    indexed = _cached_tokens(context, np.inf, block_size) * layout.indexed
+    return attention * (share * kv_bytes_per_element) + recurrent + indexed
 
 
 def pool_tokens(kv_budget: Any, bytes_per_sequence: Any, context: Any) -> Any:

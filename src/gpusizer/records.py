@@ -40,6 +40,7 @@ __all__ = [
     "Model",
     "Published",
     "Record",
+    "SparseAttention",
     "System",
     "Vision",
 ]
@@ -261,6 +262,25 @@ class LinearAttention(Record):
     """Engines keep the recurrent state in FP32. [B]"""
 
 
+class SparseAttention(Record):
+    """Top-k sparse attention with a lightning indexer (DeepSeek Sparse Attention, DeepSeek-V3.2; GLM-5).
+
+    Each query scores every cached key with a small multi-head indexer, then the main attention
+    attends to the ``index_topk`` best keys only. The indexer keeps its own key per token and layer.
+    deepseek-ai/DeepSeek-V3.2-Exp:inference/model.py@6d8cb70dfdd6f37c83c5208105a3e2c8da117485 (``Indexer``).
+    """
+
+    index_n_heads: PositiveInt
+    """Indexer query heads :math:`H_I`."""
+    index_head_dim: PositiveInt
+    """Indexer head width :math:`d_I` (also the width of its single cached key)."""
+    index_topk: PositiveInt
+    """Keys each query's main attention attends to :math:`k`. [token]"""
+    index_cache_bytes_per_element: Annotated[float, Field(gt=0)] = 1.03125
+    """Indexer key cache per element: FP8 plus one FP32 scale per 128 elements (``k_cache`` and
+    ``k_scale_cache`` of the official inference code). [B]"""
+
+
 class Mamba(Record):
     """Mamba-2 state-space layers (Nemotron-H): a fixed-size state per sequence."""
 
@@ -353,6 +373,8 @@ class Model(Presented, Record):
     mla: MLA | None = None
     linear_attention: LinearAttention | None = None
     mamba: Mamba | None = None
+    sparse_attention: SparseAttention | None = None
+    """Top-k sparse attention on every attention layer (DeepSeek Sparse Attention); None: dense."""
     mtp_layers: NonNegativeInt = 0
     """Multi-token-prediction modules stored in the checkpoint (each a full decoder layer)."""
     vision: Vision | None = None

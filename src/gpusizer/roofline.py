@@ -39,6 +39,7 @@ __all__ = [
     "attention_flops",
     "compute_bound",
     "gemm_flops",
+    "indexer_flops",
     "overlapped_seconds",
     "ridge_point",
     "roofline_time",
@@ -251,6 +252,36 @@ def gemm_flops(tokens: Any, params: Any) -> Any:
     13960000000.0
     """
     return scalar_or_array(2.0 * (number(tokens) * number(params)))
+
+
+def indexer_flops(pairs: Any, index_width: Any) -> Any:
+    r"""FLOPs of a sparse-attention lightning indexer scoring ``pairs`` (query, key) pairs.
+
+    Parameters
+    ----------
+    pairs : array_like
+        (query, key) pairs the indexer scores: every cached key of each query's layer. [-]
+    index_width : array_like
+        Indexer heads times head width :math:`H_I d_I`. [-]
+
+    Returns
+    -------
+    numeric
+        :math:`2\,H_I d_I\,\Pi`: one dot product of :math:`d_I` per head and pair (the official kernel
+        runs it in FP8; the ReLU and the weighted sum over heads, :math:`3 H_I` per pair, are left out). [FLOP]
+
+    References
+    ----------
+    .. [1] DeepSeek-AI, "DeepSeek-V3.2-Exp: boosting long-context efficiency with DeepSeek Sparse
+       Attention," 2025, section 2.1; ``fp8_index`` in
+       deepseek-ai/DeepSeek-V3.2-Exp:inference/model.py@6d8cb70dfdd6f37c83c5208105a3e2c8da117485.
+
+    Examples
+    --------
+    >>> float(indexer_flops(131072, 64 * 128))  # one query over 128K keys: 2 x 8192 x 131072
+    2147483648.0
+    """
+    return scalar_or_array(2.0 * number(index_width) * number(pairs))
 
 
 def attention_flops(pairs: Any, heads: Any, qk_dim: Any, v_dim: Any) -> Any:

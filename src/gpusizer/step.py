@@ -23,6 +23,7 @@ References
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from gpusizer import architecture, decode, memory, parallel, prefill, roofline
@@ -131,14 +132,8 @@ def activation_bytes(
 
 
 def attention_flops(
-    sequences: Any,
-    new: Any,
-    before: Any,
-    windows: Any,
-    heads: Any,
-    dims: tuple[Any, Any],
-    state_elements: Any,
-    tp: Any,
+    sequences: Any, new: Any, before: Any, windows: Any, heads: Any, dims: tuple[Any, Any], state_elements: Any,
+    tp: Any, *, selected_keys: Any = math.inf, index_width: Any = 0,
 ) -> Any:
     r"""Attention and recurrent-state FLOPs of one step on one tensor-parallel rank.
 
@@ -158,6 +153,8 @@ def attention_flops(
         Recurrent-state elements of the linear-attention and Mamba layers, summed. [-]
     tp : array_like
         Tensor-parallel degree. [-]
+    selected_keys, index_width : array_like, optional
+        Top-k sparse attention: keys a query attends to :math:`k` (``inf``: dense), indexer :math:`H_I d_I`.
 
     Returns
     -------
@@ -166,33 +163,54 @@ def attention_flops(
 
     Notes
     -----
-    .. math:: F_{att} = \left(F(s \sum_w L_w P_w, n_h, d_{qk}, d_v) + F_{rec}(s\,n, S)\right) / t
+    .. math:: F_{att} = \left(F(s \sum_w L_w P_{\min(w, k)}, n_h, d_{qk}, d_v) + F_{rec}(s\,n, S)\right) / t
+              + 2 H_I d_I\, s \sum_w L_w P_w
 
-    with :math:`P_w` the query-key pairs under window :math:`w` (``prefill.attention_pairs``).
+    with :math:`P_w` the query-key pairs under window :math:`w` (``prefill.attention_pairs``). Top-k caps a
+    query's keys as a window does; the indexer (``roofline.indexer_flops``) scores every key on every rank
+    (DeepSeek's inference code keeps it replicated: plain ``Linear`` layers, not column-parallel ones).
 
     References
     ----------
     .. [1] R. Pope et al., arXiv:2211.05102, 2022.
+    .. [2] deepseek-ai/DeepSeek-V3.2-Exp:inference/model.py@6d8cb70dfdd6f37c83c5208105a3e2c8da117485 (``Indexer``).
     """
-    pairs = sum(layers * prefill.attention_pairs(new, before, window) for window, layers in windows)
+    pairs = sum(layers * prefill.attention_pairs(new, before, minimum(window, selected_keys))
+                for window, layers in windows)
     flops = roofline.attention_flops(sequences * pairs, heads, *dims)
-    return (flops + prefill.recurrent_flops(sequences * new, state_elements)) / tp
+    dense = (flops + prefill.recurrent_flops(sequences * new, state_elements)) / tp
+    if isinstance(index_width, int | float) and index_width == 0:
+        return dense
+    scanned = sum(layers * prefill.attention_pairs(new, before, window) for window, layers in windows)
+    return dense + roofline.indexer_flops(sequences * scanned, index_width)
 
 
 def kv_read_bytes(
-    sequences: Any, new: Any, before: Any, layout: architecture.KvLayout, kv_bpe: Any, act_bpe: Any, tp: Any
+    sequences: Any, new: Any, before: Any, layout: architecture.KvLayout, kv_bpe: Any, act_bpe: Any, tp: Any,
+    *, selected_keys: Any = math.inf,
 ) -> Any:
     r"""KV cache and recurrent state one tensor-parallel rank reads in a step.
 
+    ``selected_keys`` (top-k; ``inf``: dense): :math:`n` queries read at most :math:`n k` cached latents or keys
+    per layer, and the indexer every token's indexer key.
+
     Notes
     -----
-    .. math:: M_{KV} = s \cdot M_{seq}(n_{before} + n_{new}) \quad (\texttt{memory.sequence\_cache\_bytes})
+    .. math:: M_{KV} = s \left(M_{seq}(S') + m_{idx} (S - S')\right), \; S = n_{before} + n_{new},
+       \; S' = \min(S, n_{new} k)
+
+    (``memory.sequence_cache_bytes``; :math:`m_{idx}`: ``KvLayout.indexed``); dense: :math:`s\,M_{seq}(S)`.
 
     References
     ----------
     .. [1] J. Ainslie et al., "GQA," arXiv:2305.13245, 2023.
     """
-    return sequences * memory.sequence_cache_bytes(before + new, layout, kv_bpe, act_bpe, tensor_parallel=tp)
+    context = before + new
+    if isinstance(selected_keys, int | float) and selected_keys == math.inf:
+        return sequences * memory.sequence_cache_bytes(context, layout, kv_bpe, act_bpe, tensor_parallel=tp)
+    read = minimum(context, new * minimum(selected_keys, context))  # no inf x 0 when a step adds no token
+    attended = memory.sequence_cache_bytes(read, layout, kv_bpe, act_bpe, tensor_parallel=tp)
+    return sequences * (attended + (context - read) * layout.indexed)
 
 
 def experts_touched(routed: Any, num_experts: Any, experts_per_token: Any, moe_layers: Any) -> Any:

@@ -102,6 +102,11 @@ class ModelNumbers:
     """Whether the routed experts are stored in MXFP4 (which engines may pad: ``engines.padded_expert_share``)."""
     dispatch_bpe: float = 2.0
     """Bytes per element of the tokens an MoE dispatch sends (``dispatch_bytes_per_element``). [B]"""
+    selected_keys: float = np.inf
+    """Keys a query's attention reads under top-k sparse attention (``SparseAttention.index_topk``; ``inf``:
+    dense attention). [token]"""
+    index_width: int = 0
+    """Sparse-attention indexer heads times head width, :math:`H_I d_I` (0: no indexer). [-]"""
 
 @cache  # records are frozen and hashable
 def model_numbers(record: catalog.Model, weights: str, expert_weights: str | None, kv_cache: str) -> ModelNumbers:
@@ -164,8 +169,16 @@ def model_numbers(record: catalog.Model, weights: str, expert_weights: str | Non
         experts=e,
         expert_width=record.moe.expert_intermediate_size if record.moe else 0,
         mxfp4_experts=e.name == "mxfp4" and record.moe is not None,
-        dispatch_bpe=dispatch_bytes_per_element(e, act_bpe),
+        dispatch_bpe=dispatch_bytes_per_element(e, act_bpe), **sparse_numbers(record),
     )
+
+
+def sparse_numbers(record: catalog.Model) -> dict[str, Any]:
+    """``selected_keys`` and ``index_width`` of ``ModelNumbers`` (``inf`` and 0 for dense attention)."""
+    sparse = record.sparse_attention
+    if sparse is None:
+        return {"selected_keys": np.inf, "index_width": 0}
+    return {"selected_keys": float(sparse.index_topk), "index_width": sparse.index_n_heads * sparse.index_head_dim}
 
 
 #: Expert formats whose engines quantise the tokens to the experts' input format before the MoE dispatch:

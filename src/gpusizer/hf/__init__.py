@@ -10,7 +10,8 @@ What is read
 The architectures of ``architectures()``: llama, mistral, mixtral, qwen2, qwen2_moe, qwen3,
 qwen3_moe, qwen3_next, gemma, gemma2, gemma3 (and gemma3_text), phi3, cohere, falcon,
 deepseek_v2, deepseek_v3, deepseek_v32, kimi_k2, gpt_oss, glm4_moe, llama4 (and llama4_text),
-mistral3 and nemotron_h. Multimodal wrappers are read through ``text_config``; their
+mistral3 and nemotron_h. DeepSeek Sparse Attention (``index_n_heads``, ``index_head_dim``, ``index_topk``)
+becomes a ``SparseAttention`` record. Multimodal wrappers are read through ``text_config``; their
 ``vision_config`` becomes a ``Vision`` record whose ``projector_params`` come from the projector
 shapes:
 
@@ -50,7 +51,7 @@ defaults, the generic reader), ``vision`` (towers of multimodal wrappers), ``qua
 (precision), ``checkpoint`` (the entry points). Import the public names from ``gpusizer.hf``.
 
 Deliberate omissions: rotary settings, logit soft-capping, attention temperature and other knobs that
-change neither parameter counts nor cache sizes; DeepSeek-V3.2's sparse-attention indexer (warned);
+change neither parameter counts nor cache sizes;
 Cohere's per-head LayerNorm on queries and keys is recorded as ``qk_norm`` (its weights are
 ``heads x head_dim`` rather than ``head_dim``).
 """

@@ -7,7 +7,7 @@ returns the ``Fields`` of a ``Model`` record.
 
 from __future__ import annotations
 
-from gpusizer.catalog import MLA, LinearAttention, Mamba
+from gpusizer.catalog import MLA, LinearAttention, Mamba, SparseAttention
 from gpusizer.hf.patterns import (
     Fields,
     biases,
@@ -24,7 +24,10 @@ from gpusizer.hf.patterns import (
 )
 from gpusizer.hf.section import LIMITS, Section, show
 
-__all__ = ["deepseek", "glm4_moe", "gpt_oss", "llama4_text", "mixtral", "nemotron_h", "qwen3_next", "qwen_moe"]
+__all__ = [
+    "deepseek", "glm4_moe", "gpt_oss", "llama4_text", "mixtral", "nemotron_h", "qwen3_next", "qwen_moe",
+    "sparse_attention",
+]
 
 
 def qwen_moe(cfg: Section, *, qwen3: bool) -> Fields:
@@ -162,11 +165,6 @@ def deepseek(cfg: Section) -> Fields:
         num_shared_experts=cfg.integer("n_shared_experts", "experts", default=0, low=0),
         score_correction_bias=cfg.text("topk_method") == "noaux_tc",
     )
-    if cfg.has("index_n_heads"):
-        cfg.notes.append(
-            "DeepSeek sparse-attention indexer (index_n_heads, index_head_dim) not counted: "
-            "its weights and its per-token key cache are left out"
-        )
     return {
         **core,
         **biases(cfg),
@@ -176,7 +174,22 @@ def deepseek(cfg: Section) -> Fields:
         "moe": moe,
         "intermediate_size": dense_width(cfg, ffns, first),
         "mtp_layers": cfg.integer("num_nextn_predict_layers", "small", default=0, low=0),
+        "sparse_attention": sparse_attention(cfg),
     }
+
+
+def sparse_attention(cfg: Section) -> SparseAttention | None:
+    """DeepSeek Sparse Attention from ``index_n_heads``, ``index_head_dim`` and ``index_topk`` (DeepSeek-V3.2,
+    GLM-5); None when the config has no indexer."""
+    keys = ("index_n_heads", "index_head_dim", "index_topk")
+    if not any(cfg.has(key) for key in keys):
+        return None
+    cfg.require(*keys)
+    return SparseAttention(
+        index_n_heads=cfg.integer("index_n_heads", "heads"),
+        index_head_dim=cfg.integer("index_head_dim", "head_dim"),
+        index_topk=cfg.integer("index_topk", "context"),
+    )
 
 
 def gpt_oss(cfg: Section) -> Fields:
