@@ -23,7 +23,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("gpusizer.units", "gpusizer.checks", "gpusizer.numeric", "gpusizer.datafiles", "gpusizer.presentation")),
     ("records", ("gpusizer.catalog", "gpusizer.records")),
     ("descriptions", ("gpusizer.architecture", "gpusizer.precision", "gpusizer.engines", "gpusizer.efficiency")),
-    ("physics", ("gpusizer.memory", "gpusizer.roofline", "gpusizer.decode", "gpusizer.prefill",
+    ("physics", ("gpusizer.memory", "gpusizer.roofline", "gpusizer.decode", "gpusizer.prefill", "gpusizer.images",
                  "gpusizer.interconnect", "gpusizer.parallel")),
     ("engine step", ("gpusizer.unpack", "gpusizer.step", "gpusizer.configuration", "gpusizer.passes",
                      "gpusizer.speculation")),

@@ -1,0 +1,197 @@
+r"""Images and video frames as LLM tokens, and the vision-encoder work they cost.
+
+Pure functions of numbers that broadcast like numpy ufuncs. A vision-language model turns an image
+into placeholder tokens of its LLM's sequence, which occupy the KV cache and the prefill like text
+tokens; the vision encoder (a ViT) first runs over the image's patches. Each model family publishes
+its own rule for the token count:
+
+* Qwen2-VL, Qwen2.5-VL (14 px patches) and Qwen3-VL (16 px patches): dynamic resolution. The image
+  is resized so that each side is a multiple of ``patch * merge`` and the pixel count lies within
+  ``[min_pixels, max_pixels]`` (``qwen_resized``); the ViT sees one patch per ``patch x patch`` square
+  and a 2x2 merger makes one token of four patches (``qwen_tokens``); video frames are grouped by
+  the temporal patch (2).
+* Gemma 3: every image is resized to 896x896 (4096 SigLIP patches of 14 px) and pooled to a fixed
+  256 tokens (``mm_tokens_per_image``); pan-and-scan crops are optional and not modelled.
+* Pixtral and Mistral 3: the image is scaled down to fit ``longest_edge``, cut into patches of
+  ``patch * merge`` pixels, one token each, with an ``[IMG_BREAK]`` after every row (the last one is
+  ``[IMG_END]``) (``pixtral_tokens``).
+
+The delimiters Qwen (``<|vision_start|>``, ``<|vision_end|>``) and Gemma 3 (``<start_of_image>``,
+``<end_of_image>``) add around each image are not counted (2 tokens an image).
+
+References
+----------
+.. [1] huggingface/transformers, src/transformers/models/qwen2_vl/image_processing_qwen2_vl.py
+   (commit cb0fc56f3caccab77d00d44051a67d4b0980cbd2), ``smart_resize``; Qwen2.5-VL's
+   preprocessor_config.json: ``min_pixels`` 3136, ``max_pixels`` 12845056, patch 14, merge 2,
+   temporal patch 2 (https://huggingface.co/Qwen/Qwen2.5-VL-7B-Instruct/blob/main/preprocessor_config.json).
+.. [2] huggingface/transformers, src/transformers/models/pixtral/image_processing_pixtral.py
+   (commit c801cd786e2e8cd35767125b8a8e8c26538fb648), ``get_resize_output_image_size``.
+.. [3] Gemma Team, "Gemma 3 technical report," arXiv:2503.19786, 2025 (896x896 input, 256 tokens).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from gpusizer.checks import scalar_or_array
+from gpusizer.numeric import ceil, floor, maximum, minimum, number, where
+
+__all__ = ["encoder_flops", "pixtral_tokens", "qwen_resized", "qwen_tokens"]
+
+
+def qwen_resized(height: Any, width: Any, factor: Any = 28, min_pixels: Any = 3136, max_pixels: Any = 12845056) -> Any:
+    r"""Height and width a Qwen-VL image processor resizes an image to (``smart_resize``). [px]
+
+    Parameters
+    ----------
+    height, width : array_like
+        Image size :math:`H, W`. [px]
+    factor : array_like, optional
+        Patch size times merge size :math:`f` (28 for Qwen2.5-VL, 32 for Qwen3-VL). [px]
+    min_pixels, max_pixels : array_like, optional
+        Bounds of the resized pixel count (Qwen2.5-VL's defaults). [px]
+
+    Returns
+    -------
+    tuple of numeric
+        :math:`\bar H = f\,\mathrm{round}(H/f)` and :math:`\bar W` alike; above ``max_pixels`` both
+        shrink by :math:`\beta = \sqrt{HW/\text{max}}` and round down to :math:`f`, below ``min_pixels``
+        they grow by :math:`\beta = \sqrt{\text{min}/(HW)}` and round up. [px]
+
+    Examples
+    --------
+    >>> qwen_resized(768, 1024)  # 27.4 -> 27 x 28 and 36.6 -> 37 x 28
+    (756.0, 1036.0)
+    >>> qwen_resized(10000, 10000)  # beta = 10000 / sqrt(12845056) = 2.790: floor(127.99) = 127 x 28
+    (3556.0, 3556.0)
+    """
+    h, w, f = number(height), number(width), number(factor)
+    lo, hi = number(min_pixels), number(max_pixels)
+    h_bar, w_bar = maximum(f, _round(h / f) * f), maximum(f, _round(w / f) * f)
+    shrink = (h * w / hi) ** 0.5
+    grow = (lo / (h * w)) ** 0.5
+    big, small = h_bar * w_bar > hi, h_bar * w_bar < lo
+    h_out = where(big, maximum(f, floor(h / shrink / f) * f), where(small, ceil(h * grow / f) * f, h_bar))
+    w_out = where(big, maximum(f, floor(w / shrink / f) * f), where(small, ceil(w * grow / f) * f, w_bar))
+    return scalar_or_array(h_out), scalar_or_array(w_out)
+
+
+def _round(x: Any) -> Any:
+    """Python's ``round``: half to even, as the processors' ``round(height / factor)``."""
+    return scalar_or_array(np.round(x) * 1.0)
+
+
+def qwen_tokens(
+    height: Any, width: Any, patch: Any = 14, merge: Any = 2, frames: Any = 1, temporal: Any = 2,
+    min_pixels: Any = 3136, max_pixels: Any = 12845056,
+) -> tuple[Any, Any]:
+    r"""LLM tokens and ViT patches of one Qwen-VL image (``frames=1``) or video.
+
+    Parameters
+    ----------
+    height, width : array_like
+        Image or frame size. [px]
+    patch, merge : array_like, optional
+        ViT patch size :math:`p` [px] and spatial merge size :math:`m` [-].
+    frames : array_like, optional
+        Video frames sampled :math:`F`; an image is one frame, repeated to fill the temporal patch. [-]
+    temporal : array_like, optional
+        Frames per temporal patch :math:`t` (2). [-]
+    min_pixels, max_pixels : array_like, optional
+        Resize bounds of ``qwen_resized``. [px]
+
+    Returns
+    -------
+    tokens, patches : numeric
+        Patches :math:`N = \lceil F/t \rceil (\bar H/p)(\bar W/p)` the ViT attends over and tokens
+        :math:`N/m^2` the merger hands the LLM. [token]
+
+    Examples
+    --------
+    >>> qwen_tokens(768, 1024)  # 756 x 1036 px: 54 x 74 = 3996 patches, 999 tokens
+    (999.0, 3996.0)
+    >>> qwen_tokens(768, 1024, frames=16)  # 8 temporal groups
+    (7992.0, 31968.0)
+    """
+    p, m = number(patch), number(merge)
+    h, w = qwen_resized(height, width, p * m, min_pixels, max_pixels)
+    patches = ceil(number(frames) / number(temporal)) * (h / p) * (w / p)
+    return scalar_or_array(patches / (m * m)), scalar_or_array(patches)
+
+
+def pixtral_tokens(
+    height: Any, width: Any, patch: Any = 14, merge: Any = 2, longest_edge: Any = 1540
+) -> tuple[Any, Any]:
+    r"""LLM tokens and ViT patches of one Pixtral / Mistral 3 image.
+
+    Parameters
+    ----------
+    height, width : array_like
+        Image size. [px]
+    patch, merge : array_like, optional
+        ViT patch size :math:`p` (14 for Mistral 3, 16 for Pixtral-12B) [px] and the patch merger's
+        size :math:`m` (2 for Mistral 3, 1 for Pixtral-12B) [-].
+    longest_edge : array_like, optional
+        Longest side the processor keeps :math:`L` (1540 for Mistral 3, 1024 for Pixtral-12B). [px]
+
+    Returns
+    -------
+    tokens, patches : numeric
+        With :math:`r = \max(1, H/L, W/L)`, :math:`\bar H = \lfloor H/r \rfloor`: rows
+        :math:`R = \lceil \bar H/(pm) \rceil`, columns :math:`C = \lceil \bar W/(pm) \rceil`; tokens
+        :math:`R (C + 1)` (one ``[IMG_BREAK]`` or ``[IMG_END]`` per row), patches :math:`R C m^2`. [token]
+
+    Examples
+    --------
+    >>> pixtral_tokens(768, 1024)  # 28 rows of 37 tokens + 1 break
+    (1064.0, 4144.0)
+    >>> pixtral_tokens(3080, 3080)  # halved to 1540 px: 55 x 55
+    (3080.0, 12100.0)
+    """
+    h, w, side = number(height), number(width), number(patch) * number(merge)
+    edge = number(longest_edge)
+    ratio = maximum(maximum(h / edge, w / edge), 1.0)
+    rows, cols = ceil(floor(h / ratio) / side), ceil(floor(w / ratio) / side)
+    m = number(merge)
+    return scalar_or_array(rows * (cols + 1.0)), scalar_or_array(rows * cols * m * m)
+
+
+def encoder_flops(patches: Any, hidden: Any, ffn: Any, layers: Any, gated: Any = False, window: Any = None) -> Any:
+    r"""FLOPs of a ViT encoder's forward pass over one image's patches.
+
+    Parameters
+    ----------
+    patches : array_like
+        Patches (sequence length) :math:`N`. [token]
+    hidden, ffn : array_like
+        ViT width :math:`w` and MLP width :math:`f`. [-]
+    layers : array_like
+        ViT layers :math:`L`. [-]
+    gated : array_like of bool, optional
+        Gated MLP (three matrices: Qwen2.5-VL) rather than two. [-]
+    window : array_like, optional
+        Keys a patch attends to in every layer :math:`K` (default all :math:`N`). [token]
+
+    Returns
+    -------
+    numeric
+        :math:`L \left[2N(4w^2 + (2 + g) w f) + 4 N \min(N, K) w\right]`: the projection and MLP GEMMs,
+        and the scores and weighted sum of bidirectional attention (the projector is counted with the
+        LLM's prefill of the image tokens). [FLOP]
+
+    References
+    ----------
+    .. [1] A. Dosovitskiy et al., "An image is worth 16x16 words," arXiv:2010.11929, 2020.
+
+    Examples
+    --------
+    >>> encoder_flops(4096, 1152, 4304, 27)  # Gemma 3's SigLIP, one 896x896 image: 27 x (124.7 + 77.3) GFLOP
+    5454843346944.0
+    """
+    n, w, f, depth = number(patches), number(hidden), number(ffn), number(layers)
+    keys = n if window is None else minimum(n, number(window))
+    dense = 2.0 * n * (4.0 * w * w + where(gated, 3.0, 2.0) * w * f)
+    return scalar_or_array(depth * (dense + 4.0 * n * keys * w))

@@ -1,0 +1,96 @@
+"""Image and video tokens by each model's published processor rule, and the ViT encoder's FLOPs."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from gpusizer import images
+
+sides = st.integers(min_value=28, max_value=8000)
+
+
+def test_qwen25_vl_1024x768_is_999_tokens():
+    # round(768/28) = 27 -> 756 px, round(1024/28) = 37 -> 1036 px; 54 x 74 patches of 14 px = 3996; /4 = 999
+    assert images.qwen_tokens(768, 1024) == (999.0, 3996.0)
+
+
+def test_qwen3_vl_uses_16px_patches_and_32px_factor():
+    # round(768/32) = 24 -> 768, round(1024/32) = 32 -> 1024; 48 x 64 = 3072 patches, 768 tokens
+    assert images.qwen_tokens(768, 1024, patch=16, max_pixels=16777216, min_pixels=65536) == (768.0, 3072.0)
+
+
+def test_qwen_max_pixels_caps_a_huge_image():
+    # beta = sqrt(1e8 / 12845056) = 2.7902; 10000 / beta / 28 = 127.99 -> 127 x 28 = 3556 px a side
+    tokens, patches = images.qwen_tokens(10000, 10000)
+    assert patches == (3556 / 14) ** 2 and tokens == 127**2
+
+
+def test_qwen_min_pixels_grows_a_tiny_image():
+    # 28 x 28 = 784 < 3136: beta = sqrt(3136 / 784) = 2 -> 56 x 56 px, 4 x 4 patches, 4 tokens
+    assert images.qwen_tokens(28, 28) == (4.0, 16.0)
+
+
+def test_qwen_video_groups_frames_by_two():
+    # 16 frames -> 8 temporal patches of 999 tokens; 15 frames round up to the same 8
+    assert images.qwen_tokens(768, 1024, frames=16)[0] == 8 * 999
+    assert images.qwen_tokens(768, 1024, frames=15)[0] == 8 * 999
+
+
+def test_tenstorrent_rule_is_a_floor_approximation():
+    # tenstorrent/tt-inference-server PR #1305 uses (h // 28) * (w // 28) = 27 * 36 = 972 for Qwen2.5-VL;
+    # the processor rounds to nearest: 27 * 37 = 999
+    assert images.qwen_tokens(768, 1024)[0] - (768 // 28) * (1024 // 28) == 27
+
+
+def test_mistral3_rows_end_with_a_break_token():
+    # ceil(768/28) = 28 rows, ceil(1024/28) = 37 columns: 28 x (37 + 1) = 1064; patches 28 x 37 x 4
+    assert images.pixtral_tokens(768, 1024) == (1064.0, 4144.0)
+
+
+def test_pixtral_12b_16px_no_merge_and_1024_edge():
+    # 2048 x 1024 halves to 1024 x 512: 64 x 32 patches of 16 px, 64 x 33 tokens
+    assert images.pixtral_tokens(2048, 1024, patch=16, merge=1, longest_edge=1024) == (64 * 33.0, 64 * 32.0)
+
+
+def test_encoder_flops_by_hand():
+    # N = 10, w = 2, f = 3, L = 1: 2 x 10 x (16 + 12) + 4 x 100 x 2 = 560 + 800
+    assert images.encoder_flops(10, 2, 3, 1) == 1360.0
+    # gated: three matrices, 2 x 10 x (16 + 18) = 680; window 5 keys: 4 x 10 x 5 x 2 = 400
+    assert images.encoder_flops(10, 2, 3, 1, gated=True, window=5) == 1080.0
+
+
+def test_arrays_broadcast():
+    tokens, _ = images.qwen_tokens(np.array([768, 28]), 1024)
+    assert tokens.tolist() == [999.0, images.qwen_tokens(28, 1024)[0]]
+
+
+@given(sides, sides)
+def test_qwen_resize_is_a_multiple_of_28_within_the_pixel_bounds(h, w):
+    hh, ww = images.qwen_resized(h, w)
+    assert hh % 28 == 0 and ww % 28 == 0
+    assert 3136 <= hh * ww <= 12845056
+
+
+@given(sides, sides)
+def test_pixtral_tokens_never_exceed_the_longest_edge_square(h, w):
+    # at most 55 rows of 55 patches of 28 px (1540 px) + 1 break each
+    tokens, patches = images.pixtral_tokens(h, w)
+    assert 1 <= patches / 4 <= 55 * 55 and tokens <= 55 * 56
+
+
+@given(st.integers(28, 1200), st.integers(28, 1200), st.integers(1, 300))
+def test_inside_the_longest_edge_a_taller_image_never_takes_fewer_tokens(h, w, k):
+    assert images.pixtral_tokens(h + k, w)[0] >= images.pixtral_tokens(h, w)[0]
+
+
+@given(st.integers(1, 10**5), st.integers(1, 10**5))
+def test_encoder_flops_grow_with_patches(n, extra):
+    assert images.encoder_flops(n + extra, 1152, 4304, 27) > images.encoder_flops(n, 1152, 4304, 27)
+
+
+def test_window_never_exceeds_full_attention():
+    assert images.encoder_flops(4096, 1280, 3420, 32, gated=True, window=64) < images.encoder_flops(
+        4096, 1280, 3420, 32, gated=True
+    )
+    assert images.encoder_flops(10, 2, 3, 1, window=100) == pytest.approx(images.encoder_flops(10, 2, 3, 1))
