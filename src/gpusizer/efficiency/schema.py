@@ -54,6 +54,23 @@ def gpu_class(memory_type: str | None) -> str:
     return "hbm"
 
 
+#: Group fields that describe the tensor cores' work rather than the memory's (``compute_class`` ties them).
+COMPUTE_FIELDS = ("compute", "decode_compute")
+
+
+def compute_class(gpu_class: str) -> str:
+    """The class whose GPUs share compute efficiencies: HBM and GDDR cards (``discrete``) run the same engine
+    kernels on the same kind of tensor cores, so the fit ties their ``COMPUTE_FIELDS``; unified-memory (Apple)
+    GPUs run other kernels (Metal ``simdgroup_matrix`` on the shader ALUs) and keep their own.
+
+    Examples
+    --------
+    >>> compute_class("hbm"), compute_class("gddr"), compute_class("unified")
+    ('discrete', 'discrete', 'unified')
+    """
+    return "discrete" if gpu_class in ("hbm", "gddr") else gpu_class
+
+
 def format_family(bits: float, compute: str, weight_only: bool, native: bool) -> str:
     """Weight format family: how the weight GEMMs run on a given GPU.
 
@@ -118,6 +135,9 @@ class EngineEntry:
     integer_matmul: bool = False
     """Quantized GEMMs run on INT8 tensor cores (llama.cpp MMQ), so their peak is the INT8 rate; FP4 formats
     (MXFP4, NVFP4) are dequantised there too (``configuration.setups``)."""
+    fp16_accumulate: bool = False
+    """FP16 weight GEMMs accumulate in FP16 (cuBLAS ``CUBLAS_COMPUTE_16F``), so their peak is the FP16-accumulate
+    rate where the GPU has one (``roofline.tensor_peak``; GeForce: twice the FP32-accumulate rate)."""
     moe_layer_seconds: float = 0.0
     """Extra fixed cost per MoE layer and step: routing, token permutation, grouped-GEMM tails. [s]"""
     overlap: float = 1.0
@@ -219,5 +239,7 @@ class Constants:
     """Key of the group entry used (``engine/gpu_class/format``)."""
     informed: bool
     """Whether measurements informed the group's constants (else priors only: widen the band)."""
+    fp16_accumulate: bool = False
+    """``EngineEntry.fp16_accumulate`` of the engine."""
 
 
