@@ -20,7 +20,6 @@ from hypothesis import strategies as st
 import gpusizer
 from gpusizer import checks, passes, performance
 from gpusizer.cli import main
-from gpusizer.records import DenseRates
 
 MODELS = [m.id for m in gpusizer.models()]
 GPUS = [g.id for g in gpusizer.gpus()]
@@ -79,18 +78,6 @@ def test_no_estimate_of_a_valid_configuration_is_nan(model, gpu, engine, gpus, c
 
 
 # --- a GPU without a published matrix rate ------------------------------------------------------
-
-
-@pytest.fixture
-def rateless(monkeypatch):
-    """The catalogue with the M3 Max's matrix rates removed: a GPU whose vendor publishes none."""
-    found = gpusizer.catalog.gpu
-
-    def gpu(name):
-        record = found(name)
-        return record.model_copy(update={"dense": DenseRates()}) if record.id == "apple-m3-max" else record
-
-    monkeypatch.setattr(gpusizer.catalog, "gpu", gpu)
 
 
 @pytest.mark.parametrize("gpu", APPLE)
