@@ -16,18 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusizer.efficiency import (
-    BOUNDS,
-    COMPUTE_FIELDS,
-    FIELDS,
-    Case,
-    Keys,
-    Table,
-    compute_class,
-    constant,
-    with_constants,
-    with_groups,
-)
+from gpusizer.efficiency import BOUNDS, FIELDS, Case, Keys, Table, constant, with_constants, with_groups
 
 __all__ = ["Fit", "fit", "leave_group_out", "leave_one_out"]
 
@@ -47,33 +36,16 @@ class Fit:
     """Every constant the fit varied, as ``(kind, name, field)``; the others are the priors'."""
 
 
-Param = tuple[str, str, str]
-
-
-def _parameters(table: Table, keys: dict[str, Keys]) -> tuple[Table, list[Param], dict[Param, Param]]:
-    """Add a specific group per (engine, GPU class, family) used by the cases; list the parameters.
-
-    Also returns the ties: a group's compute efficiencies (``COMPUTE_FIELDS``) are one parameter for every
-    GPU class of the same ``compute_class`` (HBM and GDDR cards run the same kernels on the same tensor cores),
-    so each tied parameter maps to the one that carries its value; bandwidth stays per memory class.
-    """
+def _parameters(table: Table, keys: dict[str, Keys]) -> tuple[Table, list[tuple[str, str, str]]]:
+    """Add a specific group per (engine, GPU class, family) used by the cases; list the parameters."""
     table = with_groups(table, [f"{engine}/{gpu_cls}/{family}" for engine, gpu_cls, family, _ in keys.values()])
-    used: list[Param] = []
-    ties: dict[Param, Param] = {}
-    carriers: dict[tuple[str, str, str, str], Param] = {}
+    used: list[tuple[str, str, str]] = []
     for engine, gpu_cls, family, fabric in sorted(set(keys.values())):
         for kind, name in (("engine", engine), ("group", f"{engine}/{gpu_cls}/{family}"), ("fabric", fabric)):
             for name_field in FIELDS[kind]:
-                param = (kind, name, name_field)
-                if param in used or param in ties:
-                    continue
-                if kind == "group" and name_field in COMPUTE_FIELDS:
-                    carrier = carriers.setdefault((engine, compute_class(gpu_cls), family, name_field), param)
-                    if carrier != param:
-                        ties[param] = carrier
-                        continue
-                used.append(param)
-    return table, used, ties
+                if (kind, name, name_field) not in used:
+                    used.append((kind, name, name_field))
+    return table, used
 
 
 
@@ -130,7 +102,7 @@ def fit(
     from scipy.optimize import least_squares
 
     case_keys = {c.id: keys(c) for c in cases}
-    table, params, ties = _parameters(priors, case_keys)
+    table, params = _parameters(priors, case_keys)
     prior = np.log([constant(table, *p) for p in params])
     first = start if start is not None else table
     x0 = np.log([constant(first, *p) if _has(first, p) else constant(table, *p) for p in params])
@@ -141,8 +113,7 @@ def fit(
     measured = np.log([c.value for c in cases])
 
     def trial(x: np.ndarray) -> Table:
-        values = {p: float(np.exp(v)) for p, v in zip(params, x, strict=True)}
-        return with_constants(table, values | {tied: values[carrier] for tied, carrier in ties.items()})
+        return with_constants(table, {p: float(np.exp(v)) for p, v in zip(params, x, strict=True)})
 
     def data_residuals(x: np.ndarray) -> np.ndarray:
         t = trial(x)
@@ -157,16 +128,10 @@ def fit(
     informed = [p for p, column in zip(params, sensitive.T, strict=True) if column.any()]
     rows = {p: tuple(c.id for c, hit in zip(cases, column, strict=True) if hit)
             for p, column in zip(params, sensitive.T, strict=True)}
-    for tied, carrier in ties.items():  # a tied constant keeps its own prior; the data inform it as its carrier
-        if carrier in informed:
-            informed.append(tied)
-        rows[tied] = rows.get(carrier, ())
-    every = params + list(ties)
-    every_prior = np.concatenate([prior, np.log([constant(table, *t) for t in ties])])
-    fitted = _record(trial(result.x), every, every_prior, informed, rows)
+    fitted = _record(trial(result.x), params, prior, informed, rows)
     predictions = {c.id: float(predict(c, fitted)) for c in cases}
     return Fit(fitted, predictions, tuple(":".join(p) for p in informed), float(result.cost), bool(result.success),
-               tuple(every))
+               tuple(params))
 
 
 def _has(table: Table, param: tuple[str, str, str]) -> bool:

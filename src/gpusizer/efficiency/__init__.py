@@ -40,7 +40,6 @@ from gpusizer.efficiency.cases import Case, Keys, load_cases
 from gpusizer.efficiency.schema import (
     ANY,
     BOUNDS,
-    COMPUTE_FIELDS,
     ENGINE_ALIASES,
     FIELDS,
     FORMAT_FAMILIES,
@@ -51,7 +50,6 @@ from gpusizer.efficiency.schema import (
     FabricEntry,
     GroupEntry,
     Table,
-    compute_class,
     engine_class,
     format_family,
     gpu_class,
@@ -85,7 +83,6 @@ _CALIBRATED = ("Calibrated", "Parameter", "RegimeBand", "Scope", "calibrated_tab
 __all__ = [
     "ANY",
     "BOUNDS",
-    "COMPUTE_FIELDS",
     "ENGINE_ALIASES",
     "EXTRAPOLATION_WIDENING",
     "FIELDS",
@@ -107,7 +104,6 @@ __all__ = [
     "bundled",
     "calibrated_table",
     "check_calibration",
-    "compute_class",
     "constant",
     "engine_class",
     "format_family",

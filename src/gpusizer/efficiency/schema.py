@@ -54,23 +54,6 @@ def gpu_class(memory_type: str | None) -> str:
     return "hbm"
 
 
-#: Group fields that describe the tensor cores' work rather than the memory's (``compute_class`` ties them).
-COMPUTE_FIELDS = ("compute", "decode_compute")
-
-
-def compute_class(gpu_class: str) -> str:
-    """The class whose GPUs share compute efficiencies: HBM and GDDR cards (``discrete``) run the same engine
-    kernels on the same kind of tensor cores, so the fit ties their ``COMPUTE_FIELDS``; unified-memory (Apple)
-    GPUs run other kernels (Metal ``simdgroup_matrix`` on the shader ALUs) and keep their own.
-
-    Examples
-    --------
-    >>> compute_class("hbm"), compute_class("gddr"), compute_class("unified")
-    ('discrete', 'discrete', 'unified')
-    """
-    return "discrete" if gpu_class in ("hbm", "gddr") else gpu_class
-
-
 def format_family(bits: float, compute: str, weight_only: bool, native: bool) -> str:
     """Weight format family: how the weight GEMMs run on a given GPU.
 
