@@ -104,7 +104,8 @@ def _peak(device: catalog.GPU, p: precisions.Precision, integer_matmul: bool,
     """Peak of ``p``'s weight GEMMs on an engine's kernel path: the INT8 rate for weights an ``integer_matmul``
     engine dequantises (``_weight_only``), the FP16-accumulate rate for an ``fp16_accumulate`` engine's FP16
     weights (llama.cpp: ``ggml_cuda_op_mul_mat_cublas`` multiplies F16 weights with ``CUBLAS_COMPUTE_16F`` at the
-    default precision on NVIDIA, ggml-org/llama.cpp:ggml/src/ggml-cuda/ggml-cuda.cu at commit f6d77a1), else ``p.compute``'s."""
+    default precision on NVIDIA, ggml-org/llama.cpp:ggml/src/ggml-cuda/ggml-cuda.cu at commit f6d77a1), else
+    ``p.compute``'s."""
     if integer_matmul and _weight_only(p, integer_matmul, device):
         return roofline.tensor_peak(device.dense, "int8")
     return roofline.tensor_peak(device.dense, p.compute, "fp16" if fp16_accumulate else "fp32")
