@@ -81,7 +81,10 @@ def test_every_record_has_provenance(gpus, systems):
         assert datetime.date(2026, 12, 2) <= record.checked <= datetime.date.today(), record.id
     rechecked = {g.id for g in gpus.values() if g.checked != datetime.date(2026, 12, 2)}
     assert rechecked == {"rtx-3090-ti", "rtx-4080-super", "rtx-4070-ti-super", "rtx-4060-ti-16gb", "rtx-a5000",
-                         "rtx-3090", "rtx-4090", "h100-sxm", "h200-sxm"}  # torch-visible totals from vLLM logs
+                         "rtx-3090", "rtx-4090", "h100-sxm", "h200-sxm",  # torch-visible totals from vLLM logs
+                         # FP16-accumulate rates (GeForce) and Apple FP16/FP32 rates, 2026-12-03 (issue 16)
+                         "rtx-4080", "rtx-5090", "rtx-5080", "apple-m1-max", "apple-m1-ultra", "apple-m2-max",
+                         "apple-m2-ultra", "apple-m3-max", "apple-m3-ultra", "apple-m4-max", "apple-m4-pro"}
 
 
 def test_added_cards_cite_a_url(gpus):
@@ -92,11 +95,13 @@ def test_added_cards_cite_a_url(gpus):
 def test_fingerprint(gpus, systems):
     # Count and column sums: any change to capacities, bandwidths or the set of published rates shows here.
     # 235 rates = 194 from the reference table + 28 on the added cards + 13 derived tensor rates (issue 14:
-    # FP16/BF16 on the RTX 3090 Ti and A5000, FP16/BF16/FP8 on the 4080 SUPER, 4070 Ti SUPER, 4060 Ti 16GB).
+    # FP16/BF16 on the RTX 3090 Ti and A5000, FP16/BF16/FP8 on the 4080 SUPER, 4070 Ti SUPER, 4060 Ti 16GB)
+    # + 16 Apple rates (issue 16: FP32 and FP16 on the 8 Apple GPUs; the GeForce fp16_acc16 rates are not in
+    # RATE_PRECISIONS) = 251.
     assert len(gpus) == 54
     assert sum(g.memory_bandwidth for g in gpus.values()) == pytest.approx(1.460176e14, rel=1e-12)
     assert round(sum(g.memory for g in gpus.values())) == 5_476_438_953_472
-    assert sum(1 for g in gpus.values() for r in catalog.RATE_PRECISIONS if getattr(g.dense, r)) == 235
+    assert sum(1 for g in gpus.values() for r in catalog.RATE_PRECISIONS if getattr(g.dense, r)) == 251
     assert sum(s.gpu_count for s in systems.values()) == 256
 
 
@@ -196,7 +201,7 @@ DENSE_FROM_REFERENCE = [
     ("gaudi3", "bf16", 1835), ("gaudi3", "fp8", 1835), ("gaudi3", "fp16", None),
     ("tpu-v5e", "int8", 393), ("tpu-v6e", "bf16", 918), ("trainium2", "tf32", 667), ("trainium2", "fp8", 1299),
     ("inferentia2", "fp32", 47.5), ("gh200-96gb", "bf16", 990), ("h20", "fp8", 296),
-    ("apple-m3-max", "fp32", None), ("apple-m3-ultra", "bf16", None),
+    ("apple-m3-max", "fp8", None), ("apple-m3-ultra", "bf16", None),  # Apple FP32/FP16: issue 16, derived
 ]  # fmt: skip
 
 
@@ -223,9 +228,10 @@ ADDED_CARDS = [
     ("v100-sxm2-32gb", 32e9, 900e9, "fp16", 125),
     # RTX A5000 datasheet: 24 GB, 768 GB/s, FP32 27.8 TFLOPS.
     ("rtx-a5000", 24e9, 768e9, "fp32", 27.8),
-    # Apple newsroom: M2 Ultra up to 192 GB at 800 GB/s; Apple publishes no FLOPS.
+    # Apple newsroom: M2 Ultra up to 192 GB at 800 GB/s; Apple publishes no FLOPS: no BF16 rate recorded;
+    # FP32 of the M1 Max from philipturner/metal-benchmarks dc2adc6 (GOPS32 10617 = 32 x 256 x 1.296 GHz).
     ("apple-m2-ultra", 192e9, 800e9, "bf16", None),
-    ("apple-m1-max", 64e9, 400e9, "fp32", None),
+    ("apple-m1-max", 64e9, 400e9, "fp32", 10.617),
 ]  # fmt: skip
 
 
@@ -238,10 +244,13 @@ def test_added_cards(gpu_id, memory, bandwidth, precision, tera):
     assert rate is None if tera is None else rate == pytest.approx(tera * T)
 
 
-def test_apple_parts_publish_no_rates(gpus):
+def test_apple_parts_carry_only_their_shader_alu_rates(gpus):
+    # no tensor cores: FP16 runs at the FP32 rate on the shader ALUs (philipturner/metal-benchmarks), and
+    # no lower precision is faster, so only fp32 and fp16 are recorded
     for record in gpus.values():
         if record.vendor == "Apple":
-            assert all(getattr(record.dense, r) is None for r in catalog.RATE_PRECISIONS), record.id
+            rates = {r for r in catalog.RATE_PRECISIONS if getattr(record.dense, r) is not None}
+            assert rates == {"fp32", "fp16"} and record.dense.fp16 == record.dense.fp32, record.id
             assert record.interconnect.peer_to_peer is None
 
 

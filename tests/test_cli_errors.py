@@ -244,7 +244,7 @@ def _strict(text):
     return json.loads(text, parse_constant=lambda name: pytest.fail(f"bare {name} in JSON"))
 
 
-def test_json_is_strict_for_missing_figures(capsys):
+def test_json_is_strict_for_missing_figures(capsys, rateless):
     assert main(["fit", "llama-3.1-8b", "apple-m3-max", "--json"]) == 0
     data = _strict(capsys.readouterr().out)
     assert data["prefill"]["seconds_expected"] is None  # no published tensor rate: null, never NaN

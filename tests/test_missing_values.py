@@ -82,18 +82,38 @@ def test_no_estimate_of_a_valid_configuration_is_nan(model, gpu, engine, gpus, c
 
 
 @pytest.mark.parametrize("gpu", APPLE)
-def test_apple_prefill_is_unknown_with_its_reason_and_keeps_its_memory_bound_ceiling(gpu):
+def test_apple_prefill_is_a_number_from_the_shader_alu_rate(gpu):
+    # every Apple GPU of the catalogue now carries its FP16 rate (philipturner/metal-benchmarks), so
+    # prefill is estimated, never unknown; decode stays memory-bound
     e = gpusizer.estimate("llama-3.1-8b", gpu, context=4096)
+    p = e.prefill
+    assert p.compute_rate_published and p.unknown is None
+    assert p.seconds_expected > p.seconds_ceiling > 0 and p.band[0] <= p.seconds_expected <= p.band[1]
+    # the ceiling is at least the FLOPs at the FP16 rate and the weights over the bandwidth
+    assert p.seconds_ceiling >= p.flops / gpusizer.gpu(gpu).dense.fp16 * (1 - 1e-9)
+    assert p.seconds_ceiling >= e.memory.weights_bytes / gpusizer.gpu(gpu).memory_bandwidth
+    assert e.decode.expected_tokens_per_second > 0
+
+
+def test_apple_rates_are_alu_count_times_clock():
+    # philipturner/metal-benchmarks dc2adc6: 128 FP32 ALUs per core x 2 FLOP per FMA x clock, FP16 at the
+    # same rate: M1 Max 32 cores x 256 x 1.296 GHz = 10.617 TFLOPS; M2 Ultra 76 x 256 x 1.398 GHz = 27.2
+    for gpu, cores, ghz in (("apple-m1-max", 32, 1.296), ("apple-m2-ultra", 76, 1.398)):
+        d = gpusizer.gpu(gpu).dense
+        assert d.fp16 == d.fp32 == pytest.approx(cores * 256 * ghz * 1e9, rel=1e-3)
+
+
+def test_a_gpu_without_a_matrix_rate_has_unknown_prefill_and_keeps_its_ceiling(rateless):
+    e = gpusizer.estimate("llama-3.1-8b", "apple-m3-max", context=4096)
     p = e.prefill
     assert not p.compute_rate_published and p.unknown == performance.PREFILL_UNKNOWN
     assert p.seconds_expected is None and p.band == (None, None) and p.ttft_seconds_expected is None
-    # the ceiling streams the weights once per chunk: 4096 tokens are one chunk of vLLM's 8192, so it is
-    # at least the weights over the bandwidth (more: activations and KV move too)
-    assert p.seconds_ceiling >= e.memory.weights_bytes / gpusizer.gpu(gpu).memory_bandwidth
+    # the ceiling streams the weights once per chunk: 4096 tokens are one chunk of vLLM's 8192
+    assert p.seconds_ceiling >= e.memory.weights_bytes / gpusizer.gpu("apple-m3-max").memory_bandwidth
     assert e.decode.expected_tokens_per_second > 0  # decode needs no matrix rate: memory-bound
 
 
-def test_unknown_prefill_is_null_in_json_and_explained_in_text(capsys):
+def test_unknown_prefill_is_null_in_json_and_explained_in_text(capsys, rateless):
     assert main(["fit", "llama-3.1-8b", "apple-m3-max", "--json"]) == 0
     out = capsys.readouterr().out
     assert "NaN" not in out
@@ -103,7 +123,7 @@ def test_unknown_prefill_is_null_in_json_and_explained_in_text(capsys):
     assert "prefill      unknown for 8,192 prompt tokens: no published dense matrix" in capsys.readouterr().out
 
 
-def test_a_sweep_writes_an_unknown_number_as_an_empty_csv_field(capsys):
+def test_a_sweep_writes_an_unknown_number_as_an_empty_csv_field(capsys, rateless):
     assert main(["sweep", "--models", "llama-3.1-8b", "--gpus", "apple-m3-max,h100", "--context", "4k",
                  "--columns", "gpu,prefill_seconds_expected,prefill_unknown"]) == 0
     lines = capsys.readouterr().out.splitlines()

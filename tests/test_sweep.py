@@ -83,9 +83,9 @@ def test_sweep_equals_estimate_field_by_field(models, gpus, weights, kv_cache, e
     assert_rows_equal_estimates(result, layout=layout)
 
 
-def test_every_architecture_and_device_kind_matches():
+def test_every_architecture_and_device_kind_matches(rateless):
     # sliding windows (gemma-3), MLA (deepseek-v3), hybrid linear attention (qwen3-next), MoE with MXFP4
-    # experts (gpt-oss); a GPU without published tensor rates (Apple: expected prefill None, NaN in the sweep)
+    # experts (gpt-oss); a GPU without published tensor rates (``rateless``: expected prefill None, NaN in the sweep)
     result = sweep(["gemma-3-27b", "deepseek-v3", "qwen3-next-80b-a3b", "gpt-oss-120b"],
                    ["h100-sxm", "apple-m3-ultra"], weights=[None, "q4_k_m"], gpu_count=[8, 1],
                    engine=["llama.cpp", "vllm"], context=[1, 40_000], concurrency=[3, 1])
@@ -255,7 +255,7 @@ def test_best_per_group():
     assert fastest["decode_expected_tokens_per_second"][0] == np.nanmax(s["decode_expected_tokens_per_second"])
 
 
-def test_best_never_picks_nan():
+def test_best_never_picks_nan(rateless):
     s = sweep(["llama-3.1-8b"], ["apple-m3-ultra", "h100"], context=[4096])
     assert np.isnan(s.filter(gpu="apple-m3-ultra")["prefill_seconds_expected"]).all()
     assert s.best(by="prefill_seconds_expected")["gpu"].tolist() == ["h100-sxm"]

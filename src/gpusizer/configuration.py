@@ -101,10 +101,16 @@ def _weight_only(p: precisions.Precision, integer_matmul: bool, device: catalog.
     return not (p.name == "mxfp4" and found is not None and int(found.group(1)) >= 120)
 
 
-def _peak(device: catalog.GPU, p: precisions.Precision, integer_matmul: bool) -> tuple[float, str]:
+def _peak(device: catalog.GPU, p: precisions.Precision, integer_matmul: bool,
+          fp16_accumulate: bool = False) -> tuple[float, str]:
+    """Peak of ``p``'s weight GEMMs on an engine's kernel path: the INT8 rate for weights an ``integer_matmul``
+    engine dequantises (``_weight_only``), the FP16-accumulate rate for an ``fp16_accumulate`` engine's FP16
+    weights (llama.cpp: ``ggml_cuda_op_mul_mat_cublas`` multiplies F16 weights with ``CUBLAS_COMPUTE_16F`` at the
+    default precision on NVIDIA, ggml-org/llama.cpp:ggml/src/ggml-cuda/ggml-cuda.cu at commit f6d77a1), else
+    ``p.compute``'s."""
     if integer_matmul and _weight_only(p, integer_matmul, device):
         return roofline.tensor_peak(device.dense, "int8")
-    return roofline.tensor_peak(device.dense, p.compute)
+    return roofline.tensor_peak(device.dense, p.compute, "fp16" if fp16_accumulate else "fp32")
 
 
 @lru_cache(maxsize=256)
@@ -218,14 +224,15 @@ def setups(
     for x in models:
         formats.setdefault(x.weights, len(formats))
         formats.setdefault(x.experts, len(formats))
-    integer = unpack.column([efficiency.resolve(table, x, "hbm", "16bit", "nvlink").integer_matmul for x in names], e)
-    peak = np.empty((len(formats), len(parts), 2))
+    engine_constants = [efficiency.resolve(table, x, "hbm", "16bit", "nvlink") for x in names]
+    path = unpack.column([c.integer_matmul + 2 * c.fp16_accumulate for c in engine_constants], e)  # kernel path
+    peak = np.empty((len(formats), len(parts), 4))
     family = np.empty(peak.shape, dtype=np.intp)
     families: dict[str, int] = {}
-    for (i, p), (j, device), k in itertools.product(enumerate(formats), enumerate(parts), (0, 1)):
-        peak[i, j, k], used = _peak(device, p, bool(k))
+    for (i, p), (j, device), k in itertools.product(enumerate(formats), enumerate(parts), range(4)):
+        peak[i, j, k], used = _peak(device, p, bool(k & 1), bool(k & 2))
         native = used == p.compute or p.compute in ("bf16", "fp16", "fp32")
-        name = efficiency.format_family(p.bits, p.compute, _weight_only(p, bool(k), device), native)
+        name = efficiency.format_family(p.bits, p.compute, _weight_only(p, bool(k & 1), device), native)
         family[i, j, k] = families.setdefault(name, len(families))
     fabric = np.empty((len(parts), len(plans)), dtype=np.intp)
     link = np.empty(fabric.shape)
@@ -238,8 +245,8 @@ def setups(
     gpu_class = np.asarray([classes.setdefault(efficiency.gpu_class(d.memory_type), len(classes)) for d in parts])[g]
     main = [formats[x.experts if x.expert_bytes > x.dense_bytes else x.weights] for x in models]
     attention = np.asarray([[roofline.tensor_peak(d.dense, c)[0] for c in ("bf16", "fp8")] for d in parts])
-    dense_peak = peak[unpack.column([formats[x.weights] for x in models], m), g, integer.astype(np.intp)]
-    group = family[unpack.column(main, m), g, integer.astype(np.intp)]
+    dense_peak = peak[unpack.column([formats[x.weights] for x in models], m), g, path.astype(np.intp)]
+    group = family[unpack.column(main, m), g, path.astype(np.intp)]
     keys = np.broadcast_arrays(e, gpu_class, group, fabric[g, n])
     combos, inverse = np.unique(np.stack([k.ravel() for k in keys], axis=-1), axis=0, return_inverse=True)
     labels = list(classes), list(families), list(fabrics)
@@ -256,7 +263,7 @@ def setups(
         engine=unpack.column(names, e),
         bandwidth=unpack.column([float(d.memory_bandwidth) for d in parts], g),
         dense_peak=dense_peak,
-        expert_peak=peak[unpack.column([formats[x.experts] for x in models], m), g, integer.astype(np.intp)],
+        expert_peak=peak[unpack.column([formats[x.experts] for x in models], m), g, path.astype(np.intp)],
         attention_peak=attention[g, unpack.column([int(x.kv_bpe <= 1) for x in models], m)],
         link_bandwidth=link[g, n],
         gpu_class=unpack.column(list(classes), gpu_class),

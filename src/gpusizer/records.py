@@ -78,6 +78,8 @@ class DenseRates(Record):
     """TF32 tensor peak, dense. [FLOP/s]"""
     fp16: FlopsPerSecond | None = None
     """FP16 tensor peak with FP32 accumulate, dense. [FLOP/s]"""
+    fp16_acc16: FlopsPerSecond | None = None
+    """FP16 tensor peak with FP16 accumulate, dense, where it differs from ``fp16`` (GeForce: twice). [FLOP/s]"""
     bf16: FlopsPerSecond | None = None
     """BF16 tensor peak with FP32 accumulate, dense. [FLOP/s]"""
     fp8: FlopsPerSecond | None = None

@@ -330,7 +330,7 @@ COMPUTE_FALLBACK: dict[str, tuple[str, ...]] = {
 }
 
 
-def tensor_peak(rates: Any, compute: str) -> tuple[float, str]:
+def tensor_peak(rates: Any, compute: str, accumulate: str = "fp32") -> tuple[float, str]:
     """Dense peak a GPU computes ``compute`` at, and the precision actually used.
 
     Parameters
@@ -339,12 +339,16 @@ def tensor_peak(rates: Any, compute: str) -> tuple[float, str]:
         The catalogue's dense rates (attributes or keys ``fp4``, ``fp8``, ``bf16``...). [FLOP/s]
     compute : str
         Precision the multiply would run in (``Precision.compute``).
+    accumulate : str, optional
+        Precision the kernel accumulates in: ``"fp16"`` for an FP16 GEMM with FP16 accumulation
+        (cuBLAS ``CUBLAS_COMPUTE_16F``) takes the ``fp16_acc16`` rate where one is published
+        (GeForce runs it at twice the FP32-accumulate rate, NVIDIA Ada whitepaper Appendix A).
 
     Returns
     -------
     (float, str)
         The first published rate of ``COMPUTE_FALLBACK[compute]`` and its precision; ``(inf,
-        "none")`` when the vendor publishes none (Apple), so a roofline stays an upper bound on speed.
+        "none")`` when the vendor publishes none, so a roofline stays an upper bound on speed.
         [FLOP/s]
 
     Raises
@@ -356,10 +360,17 @@ def tensor_peak(rates: Any, compute: str) -> tuple[float, str]:
     --------
     >>> tensor_peak({"bf16": 312e12, "fp16": 312e12}, "fp8")  # A100: FP8 weights run as W8A16
     (312000000000000.0, 'bf16')
+    >>> tensor_peak({"fp16": 165.2e12, "fp16_acc16": 330.3e12}, "fp16", "fp16")  # RTX 4090
+    (330300000000000.0, 'fp16_acc16')
     """
     if compute not in COMPUTE_FALLBACK:
         raise ValueError(f"compute must be one of {', '.join(COMPUTE_FALLBACK)}, got {compute!r}")
-    for name in COMPUTE_FALLBACK[compute]:
+    if accumulate not in ("fp16", "fp32"):
+        raise ValueError(f"accumulate must be 'fp16' or 'fp32', got {accumulate!r}")
+    names = COMPUTE_FALLBACK[compute]
+    if accumulate == "fp16" and compute == "fp16":
+        names = ("fp16_acc16", *names)
+    for name in names:
         value = rates.get(name) if isinstance(rates, dict) else getattr(rates, name, None)
         if value:
             return float(value), name

@@ -118,6 +118,9 @@ class EngineEntry:
     integer_matmul: bool = False
     """Quantized GEMMs run on INT8 tensor cores (llama.cpp MMQ), so their peak is the INT8 rate; FP4 formats
     (MXFP4, NVFP4) are dequantised there too (``configuration.setups``)."""
+    fp16_accumulate: bool = False
+    """FP16 weight GEMMs accumulate in FP16 (cuBLAS ``CUBLAS_COMPUTE_16F``), so their peak is the FP16-accumulate
+    rate where the GPU has one (``roofline.tensor_peak``; GeForce: twice the FP32-accumulate rate)."""
     moe_layer_seconds: float = 0.0
     """Extra fixed cost per MoE layer and step: routing, token permutation, grouped-GEMM tails. [s]"""
     overlap: float = 1.0
@@ -219,5 +222,7 @@ class Constants:
     """Key of the group entry used (``engine/gpu_class/format``)."""
     informed: bool
     """Whether measurements informed the group's constants (else priors only: widen the band)."""
+    fp16_accumulate: bool = False
+    """``EngineEntry.fp16_accumulate`` of the engine."""
 
 

@@ -106,6 +106,7 @@ def resolve(table: Table, engine: str, gpu_class: str, family: str, fabric: str)
         bandwidth_fraction=f.bandwidth_fraction,
         group=g.key,
         informed=bool(g.fitted),
+        fp16_accumulate=e.fp16_accumulate,
     )
 
 
