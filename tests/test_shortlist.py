@@ -58,16 +58,17 @@ def test_a_configurations_row_does_not_depend_on_which_rows_are_simulated(table)
 
 def test_kv_limit_names_the_sequences_the_pool_holds_as_fit_counts_them():
     # issue 20: "KV cache full at 57 sequences" printed the mean decode batch; the limit is the pool's sequences
-    # of prompt + output tokens, which estimate (gpusizer fit) counts at that context: 8,192 + 512 = 8,704
-    w = Workload(rate=50, prompt_tokens=8192, output_tokens=512)
+    # of prompt + output tokens, which estimate (gpusizer fit) counts at that context: 16,384 + 512 = 16,896
+    # (at 8,192-token prompts the prefill queue binds first since the prefill refit of issue 16)
+    w = Workload(rate=50, prompt_tokens=16384, output_tokens=512)
     t = module.shortlist("llama-3.1-8b", w, SLO(ttft_p95=60, tpot_p95=1.0), gpus=["l40s"], max_gpus=1,
                          weights=["fp8"], simulate=0)
     row = t[0]
     assert row.binding == "kv-cache"
-    fit = gpusizer.estimate("llama-3.1-8b", "l40s", weights="fp8", context=8704)
-    assert fit.max_concurrency == 28  # 247,389 pool tokens // 8,704
-    assert row.bottleneck == "KV cache full: the pool holds 28 sequences of 8,704 tokens"
-    assert row.batch < 28  # the mean decode batch, which the old words printed
+    fit = gpusizer.estimate("llama-3.1-8b", "l40s", weights="fp8", context=16896)
+    assert fit.max_concurrency == 14  # 247,389 pool tokens // 16,896
+    assert row.bottleneck == "KV cache full: the pool holds 14 sequences of 16,896 tokens"
+    assert row.batch < 14  # the mean decode batch, which the old words printed
 
 
 def test_footer_has_no_stray_separator():

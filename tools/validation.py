@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpusizer import efficiency, performance
+from gpusizer import catalog, efficiency, interconnect, performance
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from siblings import sibling
@@ -169,15 +169,38 @@ def by_source(selected: list[Row]) -> dict[str, tuple[tuple[int, float, float], 
             for k, v in sorted(groups.items())}
 
 
-def multi_gpu_decode(found: list[Row]) -> dict[str, tuple[int, float, float]]:
-    """APE statistics of decode rows on more than one GPU: fitted in-sample, leave-one-out, held out."""
+def _link(case: efficiency.Case) -> str:
+    """Parallelism and link class of a multi-GPU measurement (``interconnect.link_class``), e.g. ``tp pcie-p2p``."""
+    kind = "layer" if "layer split" in case.regime else "tp"
+    return f"{kind} {interconnect.link_class(catalog.gpu(case.gpu), case.gpus).name}"
+
+
+def multi_gpu_decode(found: list[Row], by_link: bool = False) -> dict[str, dict[str, tuple[int, float, float]]]:
+    """APE statistics of decode rows on more than one GPU: fitted in-sample, leave-one-out, leave-one-source-out,
+    held out; keyed ``all``, and with ``by_link`` also by parallelism and link class (``_link``)."""
     decode = [r for r in found if r.case.metric in ("decode", "decode_aggregate") and r.case.gpus > 1]
-    fitted = [r for r in decode if r.case.use == "fit"]
-    return {
-        "fit": ape_stats([r.error for r in fitted]),
-        "loo": ape_stats([r.loo_error for r in fitted if r.loo_error is not None]),
-        "holdout": ape_stats([r.error for r in decode if r.case.use == "holdout"]),
-    }
+    keys = ["all"] + (sorted({_link(r.case) for r in decode}) if by_link else [])
+    out = {}
+    for key in keys:
+        chosen = [r for r in decode if key == "all" or _link(r.case) == key]
+        fitted = [r for r in chosen if r.case.use == "fit"]
+        out[key] = {
+            "fit": ape_stats([r.error for r in fitted]),
+            "loo": ape_stats([r.loo_error for r in fitted if r.loo_error is not None]),
+            "loso": ape_stats([r.loso_error for r in fitted if r.loso_error is not None]),
+            "holdout": ape_stats([r.error for r in chosen if r.case.use == "holdout"]),
+        }
+    return out
+
+
+def _multi_table(stats: dict[str, dict[str, tuple[int, float, float]]]) -> list[str]:
+    lines = ["| parallelism and link | fitted rows | in-sample | leave-one-out | leave-one-source-out | held-out rows "
+             "| held out |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for key, s in stats.items():
+        cells = [f"{s[k][1]:.1f}%" if s[k][0] else "-" for k in ("fit", "loo", "loso", "holdout")]
+        fitted, held = s["fit"][0], s["holdout"][0]
+        lines.append(f"| {key} | {fitted} | {cells[0]} | {cells[1]} | {cells[2]} | {held} | {cells[3]} |")
+    return lines
 
 
 def _fmt(value: float | None, unit: str) -> str:
@@ -224,7 +247,7 @@ def report(table: efficiency.Table | None = None, *, plot_name: str | None = "va
     held = [r for r in found if r.case.use == "holdout"]
     over = [r for r in found if r.over_ceiling]
     single = ape_stats([r.error for r in fitted if r.case.metric == "decode" and r.case.batch == 1])
-    multi = multi_gpu_decode(found)
+    multi = multi_gpu_decode(found, by_link=True)
     coverage_fit = np.mean([r.in_band for r in fitted]) if fitted else float("nan")
     coverage_held = np.mean([r.in_band for r in held]) if held else float("nan")
     lines = [
@@ -246,15 +269,25 @@ def report(table: efficiency.Table | None = None, *, plot_name: str | None = "va
         f"* Single-stream decode on the calibration file: median APE {single[1]:.1f}% over {single[0]} rows "
         f"(p90 {single[2]:.1f}%); the test suite fails above 15%.",
         f"* Multi-GPU decode (tensor parallel over NVLink and PCIe, llama.cpp layer split; `docs/parallel.md`): "
-        f"median APE {multi['fit'][1]:.1f}% over {multi['fit'][0]} fitted rows (p90 {multi['fit'][2]:.1f}%), "
-        f"leave-one-out {multi['loo'][1]:.1f}% (p90 {multi['loo'][2]:.1f}%), held out {multi['holdout'][1]:.1f}% "
-        f"over {multi['holdout'][0]} rows; the test suite fails above 15% in-sample.",
+        f"median APE {multi['all']['fit'][1]:.1f}% over {multi['all']['fit'][0]} fitted rows "
+        f"(p90 {multi['all']['fit'][2]:.1f}%), leave-one-out {multi['all']['loo'][1]:.1f}% "
+        f"(p90 {multi['all']['loo'][2]:.1f}%), leave-one-source-out {multi['all']['loso'][1]:.1f}% "
+        f"(p90 {multi['all']['loso'][2]:.1f}%), held out {multi['all']['holdout'][1]:.1f}% "
+        f"over {multi['all']['holdout'][0]} rows (p90 {multi['all']['holdout'][2]:.1f}%); by link in "
+        "\"Multi-GPU decode by link\" below; the test suite fails above 15% in-sample.",
         f"* Ceiling violations: {len(over)} of {len(found)} usable measurements"
         + (": " + ", ".join(r.case.id for r in over) if over else "")
         + ".",
         f"* Measurements inside their p10-p90 band: {100 * coverage_fit:.0f}% of fitted rows, "
         f"{100 * coverage_held:.0f}% of held-out rows (target 75-85%).",
         f"* Rows: {len(fitted)} fitted, {len(held)} held out, {len(excluded)} excluded (listed at the end).",
+        "",
+        "## Multi-GPU decode by link",
+        "",
+        "Decode on more than one GPU, by parallelism (tensor parallel or llama.cpp layer split) and the link class "
+        "its collectives cross (`gpusizer.interconnect.link_class`): median APE.",
+        "",
+        *_multi_table(multi),
         "",
         "## Errors by metric and regime: fitted rows, in-sample",
         "",

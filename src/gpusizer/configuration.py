@@ -59,13 +59,18 @@ class Setup:
     tp_bus: Any = 1.0
     """Achieved bus bandwidth of the tensor-parallel link. [B/s]"""
     tp_hop: Any = 0.0
-    """Ring-step latency on it. [s]"""
+    """Ring-step latency on it; with ``tp_row_split``, the latency of one peer copy. [s]"""
     tp_latency: Any = 1.0
     """Its base latency over the fitted latency of ``fabric``. [-]"""
     tp_custom: Any = False
     """The engine runs its one-shot/two-shot all-reduce on it."""
     custom_max_bytes: Any = 0.0
     """Largest message of the custom all-reduce. [B]"""
+    tp_row_split: Any = 0.0
+    """Split matrix products per all-reduce site when tensor parallelism is a row split through the main
+    GPU (llama.cpp; ``interconnect.EngineCollectives.row_split_products``); 0: all-reduces. [-]"""
+    tp_issue: Any = 0.0
+    """Host time to issue the next peer copy of a row split. [s]"""
     pp_bandwidth: Any = 1.0
     """Achieved bandwidth between pipeline stages. [B/s]"""
     pp_latency: Any = 1.0
@@ -163,12 +168,15 @@ def _layout_fields(
     tp, ep, pp = roles["tp"], roles["ep"], roles["pp"]
     custom, limit = interconnect.custom_allreduce(efficiency.engine_class(engine), tp, plan.tp)
     collectives = interconnect.bundled().engines.get(efficiency.engine_class(engine))
+    row_split = float(collectives.row_split_products) if collectives and plan.tp > 1 else 0.0
     used = [f"tensor {tp.name}"] * (plan.tp > 1) + [f"expert {ep.name}"] * (plan.attention_dp > 1)
     used += [f"pipeline {pp.name}"] * (plan.pp > 1)
     return dict(
         tp=plan.tp, pp=plan.pp, ep=plan.ep, groups=plan.dp * plan.attention_dp, attention_dp=plan.attention_dp,
-        sequential=plan.sequential, tp_bus=bus(tp), tp_hop=tp.hop_latency, tp_latency=ratio(tp), tp_custom=custom,
-        custom_max_bytes=limit, pp_bandwidth=bus(pp), pp_latency=ratio(pp), pp_hop=pp.hop_latency,
+        sequential=plan.sequential, tp_bus=bus(tp), tp_hop=tp.copy_latency if row_split else tp.hop_latency,
+        tp_latency=ratio(tp), tp_custom=custom, custom_max_bytes=limit, tp_row_split=row_split,
+        tp_issue=tp.copy_issue,
+        pp_bandwidth=bus(pp), pp_latency=ratio(pp), pp_hop=pp.hop_latency,
         ep_bandwidth=ep.bandwidth * (ep.alltoall_fraction or ep.bandwidth_fraction
                                      or fabrics[ep.fabric].bandwidth_fraction),
         ep_latency=ratio(ep), ep_nodes=_servers(device, plan.ep) if ep.name == "scale-out" else 1,

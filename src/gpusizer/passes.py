@@ -315,7 +315,8 @@ def allreduce_seconds(step: Step, s: configuration.Setup, c: efficiency.Constant
     if is_single_gpu(s):  # one GPU: nothing to reduce (every term below is 0)
         return 0.0
     return interconnect.engine_allreduce_seconds(step.allreduce_bytes, s.tp, s.tp_bus, c.latency_seconds * s.tp_latency,
-                                                 s.tp_hop, custom=s.tp_custom, custom_max_bytes=s.custom_max_bytes)
+                                                 s.tp_hop, custom=s.tp_custom, custom_max_bytes=s.custom_max_bytes,
+                                                 row_split=s.tp_row_split, issue_latency=s.tp_issue)
 
 
 def communication_seconds(step: Step, s: configuration.Setup, c: efficiency.Constants, allreduce: Any = None) -> Any:

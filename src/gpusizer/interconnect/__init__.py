@@ -3,8 +3,8 @@
 Two modules:
 
 - ``gpusizer.interconnect.collectives``: pure functions of numbers that broadcast, the time of an
-  all-reduce (ring, one-shot, two-shot, and the one an engine runs), of a point-to-point send and
-  of an expert-parallel all-to-all;
+  all-reduce (ring, one-shot, two-shot, and the one an engine runs), of llama.cpp's row-split
+  exchange, of a point-to-point send and of an expert-parallel all-to-all;
 - ``gpusizer.interconnect.links``: the link classes of ``data/interconnect.toml`` and the rule that
   says which link joins a group of GPUs of one catalogue type.
 
@@ -20,6 +20,7 @@ from gpusizer.interconnect.collectives import (
     one_shot_allreduce_seconds,
     p2p_seconds,
     ring_allreduce_seconds,
+    row_split_seconds,
     two_shot_allreduce_seconds,
 )
 from gpusizer.interconnect.links import (
@@ -50,5 +51,6 @@ __all__ = [
     "one_shot_allreduce_seconds",
     "p2p_seconds",
     "ring_allreduce_seconds",
+    "row_split_seconds",
     "two_shot_allreduce_seconds",
 ]

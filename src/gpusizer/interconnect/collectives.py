@@ -14,13 +14,29 @@ Every collective has the form latency + bytes / bandwidth:
    t_{2shot} &= 2\alpha + 2\frac{n-1}{n}\frac{m}{\beta}
 
 with :math:`\alpha` the base latency of one collective on the fabric (fitted, ``data/efficiency.toml``),
-:math:`h` NCCL's per-step hop latency, :math:`m` the message and :math:`\beta` the achieved bus
+:math:`h` NCCL's per-step hop latency (1 us over PCIe with peer-to-peer, 2.5 us staged through host
+memory: ``data/interconnect.toml``), :math:`m` the message and :math:`\beta` the achieved bus
 bandwidth (nccl-tests ``busbw`` convention: a ring moves :math:`2(n-1)/n\,m` bytes per GPU). The
 one-shot kernel reads every peer's whole buffer in one synchronisation step (best for the KB-sized
 messages of decode); the two-shot kernel reduce-scatters then all-gathers over direct peer links (two
 steps, ring traffic); NCCL's ring pays a hop per step. An engine with a custom all-reduce uses the
 faster of its two kernels below its size limit and NCCL above it; without one (or without peer
 access) it uses the ring.
+
+llama.cpp's row split (``--split-mode row``) has no all-reduce: every split matrix product sends its
+input row from the main GPU to the other :math:`n-1` GPUs and copies their output slices back, one
+asynchronous ``cudaMemcpyPeer`` each way per GPU on that GPU's stream, then the main GPU waits on
+their events:
+
+.. math::
+
+   t_{row} = \alpha + 2\left[h_c + (n-2)\,h_i\right] + (n-1)\left(1 + \tfrac{1}{n}\right)\frac{m}{\beta}
+
+with :math:`h_c` the latency of one peer copy (about 14 us when the driver stages it through host
+memory) and :math:`h_i` the host's cost of issuing the next one (about 6 us), both from CUDA's
+``p2pBandwidthLatencyTest`` (``data/interconnect.toml``): the copies to different GPUs overlap but
+leave the host one after the other. It is paid once per split matrix: seven per Llama layer where
+Megatron pays two all-reduces.
 
 Deliberate omissions: NCCL's tree and NVLS (NVLink SHARP) algorithms, protocol switching (LL, LL128,
 Simple), congestion between concurrent collectives.
@@ -32,6 +48,8 @@ References
 .. [3] NVIDIA/nccl, src/graph/tuning.cc (latency = base + steps x hop).
 .. [4] vllm-project/vllm, csrc/custom_all_reduce.cuh (one-stage and two-stage kernels).
 .. [5] deepseek-ai/DeepEP, README (dispatch and combine bottleneck bandwidths).
+.. [6] ggml-org/llama.cpp@00108827, ggml/src/ggml-cuda/ggml-cuda.cu, ``ggml_cuda_op_mul_mat``
+   (split weights: src1 to every device, dst slices back to the main device, events).
 """
 
 from __future__ import annotations
@@ -39,7 +57,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpusizer.checks import scalar_or_array
-from gpusizer.numeric import divide, minimum, number, where
+from gpusizer.numeric import divide, maximum, minimum, number, where
 
 __all__ = [
     "ALLREDUCE_METHODS",
@@ -50,6 +68,7 @@ __all__ = [
     "one_shot_allreduce_seconds",
     "p2p_seconds",
     "ring_allreduce_seconds",
+    "row_split_seconds",
     "two_shot_allreduce_seconds",
 ]
 
@@ -144,6 +163,51 @@ def two_shot_allreduce_seconds(message_bytes: Any, gpus: Any, bus_bandwidth: Any
     return scalar_or_array(where(n > 1, t, 0.0))
 
 
+def row_split_seconds(
+    message_bytes: Any, gpus: Any, bandwidth: Any, latency: Any, copy_latency: Any, issue_latency: Any = None
+) -> Any:
+    r"""Time of the exchange around one row-split matrix product (llama.cpp ``--split-mode row``); 0 on one GPU.
+
+    Parameters
+    ----------
+    message_bytes : array_like
+        Bytes of the input rows, and of the whole output (decode: :math:`B\,d\,b_a`). [B]
+    gpus : array_like
+        GPUs sharing the matrix :math:`n`. [-]
+    bandwidth : array_like
+        Achieved bandwidth of one peer copy :math:`\beta`. [B/s]
+    latency : array_like
+        Base latency :math:`\alpha` (the main GPU's wait on the others' events, extra launches). [s]
+    copy_latency : array_like
+        Latency of one ``cudaMemcpyPeer`` :math:`h_c`. [s]
+    issue_latency : array_like, optional
+        Host time to issue the next asynchronous copy :math:`h_i`; default :math:`h_c` (copies in series). [s]
+
+    Returns
+    -------
+    numeric
+        :math:`\alpha + 2[h_c + (n-2)h_i] + (n-1)(1 + 1/n)\,m/\beta` for :math:`n > 1`, else 0: the main GPU
+        sends the input to :math:`n-1` GPUs and receives :math:`n-1` output slices of :math:`m/n`; in each
+        direction the last copy leaves :math:`(n-2)h_i` after the first and lands :math:`h_c` later. [s]
+
+    References
+    ----------
+    .. [1] ggml-org/llama.cpp@00108827, ggml/src/ggml-cuda/ggml-cuda.cu, ``ggml_cuda_op_mul_mat``.
+
+    Examples
+    --------
+    >>> row_split_seconds(16384, [1, 2, 6], 6.3e9, 30e-6, 14e-6)  # in series: 30 + 2(n-1)14 us + copies
+    array([0.00000000e+00, 6.19009524e-05, 1.85170370e-04])
+    >>> row_split_seconds(16384, 6, 6.3e9, 30e-6, 14e-6, 6e-6)  # 30 + 2(14 + 4 x 6) us + 5 x 7/6 x 2.6 us
+    0.00012117037037037038
+    """
+    n, h = number(gpus), number(copy_latency)
+    issue = h if issue_latency is None else number(issue_latency)
+    copies = (n - 1.0) * (1.0 + divide(1.0, n)) * divide(number(message_bytes), number(bandwidth))
+    t = number(latency) + 2.0 * (h + maximum(n - 2.0, 0.0) * issue) + copies
+    return scalar_or_array(where(n > 1, t, 0.0))
+
+
 #: All-reduce algorithms by name (``allreduce_seconds(..., method=name)``).
 ALLREDUCE_METHODS = {
     "ring": ring_allreduce_seconds,
@@ -194,21 +258,30 @@ def engine_allreduce_seconds(
     *,
     custom: Any = False,
     custom_max_bytes: Any = 0.0,
+    row_split: Any = 0.0,
+    issue_latency: Any = None,
 ) -> Any:
-    r"""Time of the all-reduce an engine runs: its custom kernels when it can, else NCCL's ring.
+    r"""Time of the all-reduce an engine runs: its custom kernels when it can, else NCCL's ring, or the
+    row-split exchanges that stand in for it.
 
     Parameters
     ----------
     message_bytes, gpus, bus_bandwidth, latency, hop_latency : array_like
-        As in ``ring_allreduce_seconds``.
+        As in ``ring_allreduce_seconds``; with ``row_split``, ``hop_latency`` is the peer-copy latency.
     custom : array_like of bool, optional
         The engine has a one-shot/two-shot custom all-reduce for this group and link.
     custom_max_bytes : array_like, optional
         Messages at or above this size go to NCCL (vLLM: 8 MiB). [B]
+    row_split : array_like, optional
+        Split matrix products per all-reduce site of a Megatron layer whose outputs gather on the main
+        GPU (llama.cpp row split: 3.5, seven matrices per Llama layer); 0: an all-reduce. [-]
+    issue_latency : array_like, optional
+        Host time to issue the next peer copy of a row split (``row_split_seconds``). [s]
 
     Returns
     -------
     numeric
+        ``row_split`` :math:`\times\, t_{row}` (``row_split_seconds``) where ``row_split`` > 0; else
         :math:`\min(t_{1shot}, t_{2shot})` where custom and :math:`m <` ``custom_max_bytes``,
         else :math:`t_{ring}`. [s]
 
@@ -221,11 +294,16 @@ def engine_allreduce_seconds(
     --------
     >>> engine_allreduce_seconds([16384, 64e6], 8, 370e9, 8e-6, 0.47e-6, custom=True, custom_max_bytes=2**23)
     array([8.30996757e-06, 3.17282703e-04])
+    >>> engine_allreduce_seconds(16384, 2, 6.3e9, 30e-6, 14e-6, row_split=3.5)  # 3.5 x row_split_seconds
+    0.00021665333333333335
     """
     m, n, beta, alpha = number(message_bytes), number(gpus), number(bus_bandwidth), number(latency)
     small = number(custom) & (m < number(custom_max_bytes))
     fast = minimum(one_shot_allreduce_seconds(m, n, beta, alpha), two_shot_allreduce_seconds(m, n, beta, alpha))
-    return scalar_or_array(where(small, fast, ring_allreduce_seconds(m, n, beta, alpha, hop_latency)))
+    reduce = where(small, fast, ring_allreduce_seconds(m, n, beta, alpha, hop_latency))
+    products = number(row_split)
+    rows = products * row_split_seconds(m, n, beta, alpha, hop_latency, issue_latency)
+    return scalar_or_array(where(products > 0, rows, reduce))
 
 
 def p2p_seconds(message_bytes: Any, bandwidth: Any, latency: Any) -> Any:

@@ -7,7 +7,12 @@ nodes; and whether an engine runs its custom (one-shot/two-shot) all-reduce on t
 of the collectives themselves is ``gpusizer.interconnect.collectives``.
 
 Deliberate omissions: topology inside a PCIe tree (switch vs root complex, NUMA): each link class
-has one bandwidth and one latency.
+has one bandwidth and one latency. NCCL itself decides from that tree whether PCIe peers use P2P: by
+default only behind a common PCIe switch (``PATH_PXB``), through the CPU only for two GPUs on AMD hosts
+(NVIDIA/nccl@5067397 src/graph/paths.cc ``ncclTopoCheckP2p``; NCCL 2.18 of 2023 allowed it up to
+``PATH_SYS``); where it refuses, its SHM transport stages through host memory like ``pcie-host``. A
+P2P-capable card keeps ``pcie-p2p`` here: the calibration's 4- and 8-way A10G rows (2023) show about
+1 us per extra ring step, not the host-staged 2.5 us.
 """
 
 from __future__ import annotations
@@ -48,6 +53,11 @@ class LinkClass:
     """Latency of one ring step (NCCL ``hwLat``, LL protocol). [s]"""
     peer_access: bool
     """GPUs read and write each other's memory (needed by one-shot/two-shot kernels)."""
+    copy_latency_seconds: float | None = None
+    """Latency of one ``cudaMemcpyPeer`` between two GPUs (llama.cpp's row split); else the ring-step
+    latency. [s]"""
+    copy_issue_seconds: float | None = None
+    """Host time to issue the next asynchronous peer copy; else the copy latency (copies in series). [s]"""
     bandwidth_fraction: float | None = None
     """Achieved bus bandwidth over the line rate where measured for this class; else the fabric's. [-]"""
     alltoall_fraction: float | None = None
@@ -72,6 +82,9 @@ class EngineCollectives:
     """Chunks of one prompt flow through pipeline stages concurrently."""
     layouts: tuple[str, ...] = ("tp", "pp", "ep", "dp")
     """Kinds of parallelism the engine offers (``parallel.candidates``)."""
+    row_split_products: float = 0.0
+    """Tensor parallelism as a row split: split matrix products per all-reduce site whose outputs the
+    main GPU gathers (``collectives.row_split_seconds``); 0: Megatron all-reduces. [-]"""
     source: tuple[str, ...] = ()
 
 
@@ -149,6 +162,10 @@ class Link:
     """Line rate per GPU and direction. [B/s]"""
     hop_latency: float
     """Latency of one ring step. [s]"""
+    copy_latency: float
+    """Latency of one peer copy (``LinkClass.copy_latency_seconds``, else ``hop_latency``). [s]"""
+    copy_issue: float
+    """Host time to issue the next peer copy (``LinkClass.copy_issue_seconds``, else ``copy_latency``). [s]"""
     bandwidth_fraction: float | None
     """Class-specific achieved bus-bandwidth fraction, or None for the fabric's. [-]"""
     alltoall_fraction: float | None
@@ -219,6 +236,7 @@ def link_class(
         name = "scale-out"
         bandwidth = scale_out_bandwidth or table.links[name].default_bandwidth or 50e9
     cls = table.links[name]
+    copy = cls.copy_latency_seconds if cls.copy_latency_seconds is not None else cls.hop_latency_seconds
     fabric = cls.fabric
     if fabric == "*":  # the fabric inside the node sets the base latency
         fabric = "nvlink" if ic.bandwidth and device.scale_up_domain > 1 else table.links[inner].fabric
@@ -227,6 +245,8 @@ def link_class(
         fabric=fabric,
         bandwidth=float(bandwidth),
         hop_latency=cls.hop_latency_seconds,
+        copy_latency=copy,
+        copy_issue=cls.copy_issue_seconds if cls.copy_issue_seconds is not None else copy,
         bandwidth_fraction=cls.bandwidth_fraction,
         alltoall_fraction=cls.alltoall_fraction,
         peer_access=cls.peer_access,
