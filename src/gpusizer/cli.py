@@ -18,6 +18,8 @@ from typing import Any
 
 from gpusizer import architecture, catalog, engines, precision, units
 from gpusizer.commands import common
+from gpusizer.commands import lora as adapting
+from gpusizer.commands import prefix as prefixing
 from gpusizer.commands import speculative as speculating
 from gpusizer.commands.common import CommandError
 from gpusizer.estimator import Estimate, estimate
@@ -87,6 +89,8 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--json", action="store_true", help="machine-readable output (sizes in bytes)")
     fit.add_argument("--calibration", type=Path, help="your calibration (gpusizer calibrate ... -o my.toml)")
     speculating.add_arguments(fit)
+    prefixing.add_arguments(fit)
+    adapting.add_arguments(fit)
     fit.set_defaults(handler=_fit)
 
     for name, what, handler in (("gpus", "accelerators and systems", _gpus), ("systems", "multi-GPU systems",
@@ -317,14 +321,16 @@ def _fit(args: argparse.Namespace) -> str:
                    prompt=args.prompt, engine=args.engine, calibration=_calibration(args.calibration))
     layout, note = common.choose_layout(record, args.gpu, args.gpus, args.layout, options)
     speculative = speculating.speculative(args)
-    result = estimate(record, args.gpu, gpus=args.gpus, layout=layout, speculative=speculative, **options)
+    result = estimate(record, args.gpu, gpus=args.gpus, layout=layout, speculative=speculative,
+                      prefix=prefixing.prefix(args), lora=adapting.lora(args), **options)
     if args.json:
         data = {"schema_version": common.SCHEMA_VERSION, **fit_json(result), "layout_choice": note}
         if result.speculation is not None:
             data["speculation"].update(speculating.accepted_token_cost(result))
         return common.json_text(data)
     text = fit_text(result, catalog.gpu(result.gpu), record, layout_note=note)
-    return text if result.speculation is None else text + "\n" + speculating.text(result)
+    parts = ((result.speculation, speculating.text), (result.prefix_cache, prefixing.text), (result.lora, adapting.text))
+    return "\n".join([text, *(show(result) for value, show in parts if value is not None)])
 
 
 def _calibration(path: Path | None) -> Any:
