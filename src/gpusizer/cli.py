@@ -37,6 +37,7 @@ EXAMPLES = {
         "gpusizer gpus\ngpusizer fit --help",
     "fit": "gpusizer fit llama-3.1-70b h200 --weights fp8 --kv-cache fp8 --context 32k --concurrency 16\n"
            "gpusizer fit deepseek-v3 hgx-h200-8x --context 16k --concurrency 32\n"
+           "gpusizer fit llama-3.1-8b h100 --concurrency 16 --prefix-cache 0.6 --shared-prefix 4k --lora 4:r16\n"
            "gpusizer fit ./my-checkpoint/ l40s --engine llama.cpp --json",
     "gpus": "gpusizer gpus\ngpusizer gpus --json",
     "systems": "gpusizer systems\ngpusizer fit deepseek-r1 gb300-nvl72",
@@ -329,7 +330,8 @@ def _fit(args: argparse.Namespace) -> str:
             data["speculation"].update(speculating.accepted_token_cost(result))
         return common.json_text(data)
     text = fit_text(result, catalog.gpu(result.gpu), record, layout_note=note)
-    parts = ((result.speculation, speculating.text), (result.prefix_cache, prefixing.text), (result.lora, adapting.text))
+    parts = ((result.speculation, speculating.text), (result.prefix_cache, prefixing.text),
+             (result.lora, adapting.text))
     return "\n".join([text, *(show(result) for value, show in parts if value is not None)])
 
 

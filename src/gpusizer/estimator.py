@@ -14,9 +14,19 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from gpusizer import catalog, checks, efficiency, engines, memory, parallel, performance, speculation, unpack
+from gpusizer import (
+    catalog,
+    checks,
+    efficiency,
+    engines,
+    memory,
+    parallel,
+    performance,
+    prefix_cache,
+    speculation,
+    unpack,
+)
 from gpusizer import lora as adapters
-from gpusizer import prefix_cache
 from gpusizer.checks import cache_by_identity, instance, integer_array, plain, scalar_or_array
 from gpusizer.numeric import maximum, number, where
 from gpusizer.presentation import Presented

@@ -37,9 +37,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from gpusizer import catalog, configuration, decode, efficiency, engines, memory, parallel, prefix_cache, roofline
+from gpusizer import (
+    catalog,
+    configuration,
+    decode,
+    efficiency,
+    engines,
+    memory,
+    parallel,
+    prefix_cache,
+    roofline,
+    unpack,
+)
 from gpusizer import precision as precisions
-from gpusizer import unpack
 from gpusizer.checks import scalar_or_array
 from gpusizer.numeric import maximum, minimum, number
 
@@ -142,10 +152,11 @@ def module_shapes(record: catalog.Model, targets: tuple[str, ...]) -> list[tuple
     dense = sum(kind == "dense" for kind in record.ffns)
     if attention and record.mla is not None and set(targets) & {"q", "k", "v", "o"}:
         raise ValueError(f"lora: LoRA on the MLA attention of {record.id} is not modelled; target gate,up,down")
-    d, q, kv, ffn = record.hidden_size, record.num_heads * record.head_dim, record.num_kv_heads * record.head_dim, \
-        record.intermediate_size or 0
+    d, q, kv = record.hidden_size, record.num_heads * record.head_dim, record.num_kv_heads * record.head_dim
+    ffn = record.intermediate_size or 0
+    mlp = dense * (ffn > 0)
     shapes = {"q": (d, q, attention), "k": (d, kv, attention), "v": (d, kv, attention), "o": (q, d, attention),
-              "gate": (d, ffn, dense * (ffn > 0)), "up": (d, ffn, dense * (ffn > 0)), "down": (ffn, d, dense * (ffn > 0))}
+              "gate": (d, ffn, mlp), "up": (d, ffn, mlp), "down": (ffn, d, mlp)}
     return [(t, *shapes[t]) for t in MODULES if t in targets and shapes[t][2]]
 
 

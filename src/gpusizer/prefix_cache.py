@@ -35,16 +35,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from gpusizer import catalog, configuration, efficiency, memory, parallel, passes, performance, prefill, unpack
 from gpusizer.checks import scalar_or_array
 from gpusizer.numeric import floor, maximum, minimum, number, where
 
 __all__ = [
-    "GRANULARITY", "PrefixCache", "PrefixCaching", "cached_tokens", "cache_prefix", "max_concurrency", "per_sequence_bytes",
-    "pool_bytes",
-    "session_hit_rate",
+    "GRANULARITY", "PrefixCache", "PrefixCaching", "cache_prefix", "cached_tokens", "max_concurrency",
+    "per_sequence_bytes", "pool_bytes", "session_hit_rate",
 ]
 
 #: Tokens a cache hit is made of, by engine: vLLM ``block_size`` 16 (whole blocks, [1]_), SGLang ``page_size`` 1

@@ -13,7 +13,7 @@ from typing import Any
 from gpusizer import prefix_cache
 from gpusizer.commands.common import positive_tokens, tokens
 
-__all__ = ["add_arguments", "prefix", "text"]
+__all__ = ["add_arguments", "prefix", "text", "workload"]
 
 
 def _rate(text: str) -> float:
@@ -46,6 +46,16 @@ def prefix(args: argparse.Namespace) -> prefix_cache.PrefixCaching | None:
         return None
     return prefix_cache.PrefixCaching(hit_rate=rate or 0.0, shared_tokens=shared or 0,
                                       granularity=getattr(args, "prefix_granularity", None))
+
+
+def workload(args: argparse.Namespace, traffic: Any) -> Any:
+    """``traffic`` (a ``serving.Workload``) with the hit rate the flags ask for: the larger of ``--prefix-cache`` and
+    ``--shared-prefix`` over the mean prompt (``Workload.prefix_hit_rate``)."""
+    spec = prefix(args)
+    if spec is None:
+        return traffic
+    rate = max(spec.hit_rate, min(1.0, spec.shared_tokens / traffic.prompt_tokens))
+    return traffic.model_copy(update={"prefix_hit_rate": rate})
 
 
 def _number(value: Any, digits: int = 1) -> str:

@@ -389,6 +389,8 @@ def throughput(
     step, top = (step_model(record, gpu, weights=weights, kv_cache=kv_cache, gpus=replica.gpus, engine=profile,
                             context=s + o / 2, max_prompt=longest, ceiling=ceiling, layout=replica)
                  for ceiling in (False, True))
+    if workload.prefix_hit_rate:
+        step, top = (replace(t, prefix_hit_rate=workload.prefix_hit_rate) for t in (step, top))
     w, _, kv = unpack.checkpoint_precisions(record, weights, kv_cache)
     offline = _offline(step, top, workload, replicas, count)
     return Throughput(

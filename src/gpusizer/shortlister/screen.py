@@ -296,7 +296,8 @@ def _evaluate(s: _Sweep, key: _Key, swept: SimpleNamespace | None) -> Candidate 
     if slow:
         return f"misses the SLO even unloaded: {slow}"
     context = int(s.workload.prompt_tokens + s.workload.output_tokens)
-    step = serving.step_tables(s.record, sized, s.tokens, s.prompts, context)
+    step = replace(serving.step_tables(s.record, sized, s.tokens, s.prompts, context),
+                   prefix_hit_rate=s.workload.prefix_hit_rate)
     if not np.all(np.isfinite(step.prompt_seconds)):
         return "no speed model: the GPU publishes no tensor rate for prefill"
     return Candidate(device, count, layout, weights, step)
