@@ -122,7 +122,7 @@ class Adapters:
 
 
 def matrix_params(rank: Any, d_in: Any, d_out: Any) -> Any:
-    r"""Parameters of one adapter on one matrix: :math:`r (d_{in} + d_{out})` [1]_. [param]
+    r"""Parameters of one adapter on one matrix: :math:`r (d_{in} + d_{out})` (Hu et al., arXiv:2106.09685). [param]
 
     >>> matrix_params(16, 4096, 14336)  # Llama 3.1 8B up_proj
     294912
@@ -131,7 +131,7 @@ def matrix_params(rank: Any, d_in: Any, d_out: Any) -> Any:
 
 
 def sharded_params(rank: Any, d_in: Any, d_out: Any, tp: Any, row: Any) -> Any:
-    r"""Parameters of one adapter slot on one matrix on one tensor-parallel rank (vLLM's layout [2]_):
+    r"""Parameters of one adapter slot on one matrix on one tensor-parallel rank (vLLM's layout, see the module):
     :math:`r (d_{in} + d_{out}/t)` for a column-parallel matrix, :math:`r (d_{in}/t + d_{out})` for a row-parallel
     one. [param]
 

@@ -12,7 +12,7 @@ sequence of a data-parallel group but held once in its KV pool (``pool_bytes``),
 Engines share whole blocks: vLLM's automatic prefix caching hashes full blocks of ``block_size`` (16) tokens and
 caps the hit at ``num_tokens - 1`` so that the last token is recomputed for its logits [1]_ (the hit is thus
 ``floor(min(hit, S - 1) / 16) * 16``); SGLang's RadixAttention matches token by token (``page_size`` 1) with the
-same ``input_len - 1`` cap [2]_ [3]_; TensorRT-LLM reuses whole blocks of ``tokens_per_block`` (32). The
+same ``input_len - 1`` cap [2]_, [3]_; TensorRT-LLM reuses whole blocks of ``tokens_per_block`` (32). The
 granularity is ``GRANULARITY[engine]`` unless given.
 
 Deliberate omissions: eviction (a hit rate is an input; the cache is assumed to hold what it names), sliding-window
@@ -44,8 +44,8 @@ __all__ = [
     "per_sequence_bytes", "pool_bytes", "session_hit_rate",
 ]
 
-#: Tokens a cache hit is made of, by engine: vLLM ``block_size`` 16 (whole blocks, [1]_), SGLang ``page_size`` 1
-#: (token by token, [2]_), TensorRT-LLM ``tokens_per_block`` 32 (whole blocks), llama.cpp 1 (``cache_prompt``
+#: Tokens a cache hit is made of, by engine: vLLM ``block_size`` 16 (whole blocks), SGLang ``page_size`` 1
+#: (token by token, RadixAttention), TensorRT-LLM ``tokens_per_block`` 32 (whole blocks), llama.cpp 1 (``cache_prompt``
 #: reuses a slot's longest common prefix token by token). [token]
 GRANULARITY = {"vllm": 16, "sglang": 1, "trtllm": 32, "llama.cpp": 1}
 
@@ -112,8 +112,8 @@ def cached_tokens(prompt: Any, hit_rate: Any = 0.0, shared: Any = 0, granularity
 
     ``prompt`` :math:`S` [token], ``hit_rate`` :math:`h` [-], ``shared`` prefix :math:`P` [token] (always hit),
     ``granularity`` :math:`g` [token]: whole blocks only, and never the whole prompt (the last token is recomputed
-    for its logits: vLLM ``max_cache_hit_length = num_tokens - 1`` [1]_, SGLang ``max_prefix_len = input_len - 1``
-    [3]_). [token]
+    for its logits: vLLM ``max_cache_hit_length = num_tokens - 1``, SGLang ``max_prefix_len = input_len - 1``;
+    sources in the module's references). [token]
 
     Examples
     --------
