@@ -17,7 +17,8 @@ fitted bandwidth (``roofline.roofline_time``).
 
 Deliberate omissions: LoRA on routed experts, embeddings and the LM head (``lm_head``/``embed_tokens`` targets),
 MLA attention (``q_a``/``kv_a`` projections), the prefill's extra arithmetic, adapter swaps between host and GPU,
-and the kernels' launch cost.
+and the kernels' launches and low efficiency at LoRA shapes: the step overhead is a lower bound (vLLM PR #11267
+measures -34 % output throughput with one rank-8 adapter on V0 where this predicts -0.1 %; docs/prefix-caching.md).
 
 References
 ----------
@@ -111,7 +112,8 @@ class Adapters:
     """Adapter FLOPs of one decode step on one GPU. [FLOP]"""
     step_seconds_ceiling: Any
     step_seconds_expected: Any
-    """Time the adapter kernels add to a decode step. [s]"""
+    """Time the adapters' bytes and FLOPs add to a decode step at the fitted efficiencies: a lower bound (kernel
+    launches not counted). [s]"""
     tpot_seconds_expected: Any
     """Decode step with the adapters. [s]"""
     expected_tokens_per_second: Any
