@@ -80,3 +80,13 @@ def test_adapters_touched_bounds(adapters: int, concurrency: int) -> None:
     a = e.lora
     assert 1 - 1e-9 <= a.adapters_touched <= min(adapters, concurrency) + 1e-9
     assert a.tpot_seconds_expected >= e.decode.tpot_seconds_expected
+
+
+def test_cli_refuses_lora_options_without_lora(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fit", "llama-3.1-8b", "h100-sxm", "--max-loras", "2"]) != 0
+    assert "need --lora" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["fit", "llama-3.1-8b", "h100-sxm", "--lora", "4:rx"])
+    assert "ADAPTERS:rRANK" in capsys.readouterr().err
+    assert main(["fit", "llama-3.1-8b", "h100-sxm", "--prefix-granularity", "16"]) != 0
+    assert "--prefix-granularity needs" in capsys.readouterr().err

@@ -56,8 +56,9 @@ def lora(args: argparse.Namespace) -> adapters.LoRA | None:
     """The ``LoRA`` the flags ask for, or None without ``--lora``."""
     spec = getattr(args, "lora", None)
     if spec is None:
-        if getattr(args, "lora_targets", None) or getattr(args, "max_loras", None) is not None:
-            raise CommandError("--lora-targets and --max-loras need --lora ADAPTERS:rRANK")
+        if getattr(args, "lora_targets", None) or any(getattr(args, name, None) is not None
+                                                     for name in ("max_loras", "max_cpu_loras")):
+            raise CommandError("--lora-targets, --max-loras and --max-cpu-loras need --lora ADAPTERS:rRANK")
         return None
     count, rank = spec
     return adapters.LoRA(adapters=count, rank=rank, targets=args.lora_targets or adapters.MODULES,

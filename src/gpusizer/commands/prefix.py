@@ -11,7 +11,7 @@ import argparse
 from typing import Any
 
 from gpusizer import prefix_cache
-from gpusizer.commands.common import positive_tokens, tokens
+from gpusizer.commands.common import CommandError, positive_tokens, tokens
 
 __all__ = ["add_arguments", "prefix", "text", "workload"]
 
@@ -43,6 +43,8 @@ def prefix(args: argparse.Namespace) -> prefix_cache.PrefixCaching | None:
     """The ``PrefixCaching`` the flags ask for, or None without ``--prefix-cache`` and ``--shared-prefix``."""
     rate, shared = getattr(args, "prefix_cache", None), getattr(args, "shared_prefix", None)
     if rate is None and shared is None:
+        if getattr(args, "prefix_granularity", None) is not None:
+            raise CommandError("--prefix-granularity needs --prefix-cache or --shared-prefix")
         return None
     return prefix_cache.PrefixCaching(hit_rate=rate or 0.0, shared_tokens=shared or 0,
                                       granularity=getattr(args, "prefix_granularity", None))

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusizer import architecture, catalog, engines, precision, serving
+from gpusizer import architecture, catalog, engines, precision, prefix_cache, serving
 from gpusizer.estimator import estimate
 from gpusizer.serving import SLO, Workload
 from gpusizer.shortlister.table import Dropped
@@ -127,9 +127,15 @@ def floors(record: catalog.Model, weights: str | None, size: float, device: cata
     usable = {p.compute, "int8"} if p.weight_only else {p.compute}
     named = [getattr(device.dense, name, None) for name in usable]
     rates: list[float] = [r for r in named if r] or [r for r in device.dense.model_dump().values() if r]
-    prompt = float(serving.Lengths.of(workload).prompt.min())
+    prompt = _uncached(float(serving.Lengths.of(workload).prompt.min()), workload)
     ttft = 2 * active * prompt / shards / max(rates) if rates else 0.0
     return tpot, ttft
+
+
+def _uncached(prompt: float, workload: Workload) -> float:
+    """Tokens of ``prompt`` a prefill computes at least at the workload's prefix hit rate (token-granular, the
+    fewest: a screen must not drop what the step table would keep; ``prefix_cache.cached_tokens``). [token]"""
+    return prompt - float(prefix_cache.cached_tokens(prompt, workload.prefix_hit_rate))
 
 
 @functools.lru_cache(maxsize=16)
@@ -292,7 +298,7 @@ def _evaluate(s: _Sweep, key: _Key, swept: SimpleNamespace | None) -> Candidate 
     pool = float(np.broadcast_to(sized.kv_pool_tokens, (2, len(s.tokens)))[1, 0])
     if pool < s.longest:
         return f"does not fit: the KV pool holds {pool:,.0f} tokens, a request needs up to {s.longest:,.0f}"
-    slow = _unloaded_miss(sized, s.slo, s.prompts, s.shortest)
+    slow = _unloaded_miss(sized, s.slo, s.prompts, _uncached(s.shortest, s.workload))
     if slow:
         return f"misses the SLO even unloaded: {slow}"
     context = int(s.workload.prompt_tokens + s.workload.output_tokens)
