@@ -128,3 +128,18 @@ def test_ttft_never_rises_with_the_hit_rate(low: float, high: float, prompt: int
     ttft = [estimate("llama-3.1-8b", "h100-sxm", context=16384, prompt=prompt,
                      prefix=PrefixCaching(hit_rate=h)).prefix_cache.ttft_seconds_expected for h in (0.0, a, b)]
     assert ttft[0] >= ttft[1] * (1 - 1e-12) and ttft[1] >= ttft[2] * (1 - 1e-12)
+
+
+def test_no_nan_where_the_compute_rate_is_unknown() -> None:
+    # a GPU without a published matrix rate: the expected prefill is None (as Estimate.prefill's), never NaN
+    from gpusizer import catalog, lora
+
+    device = catalog.gpu("apple-m3-max")
+    bare = device.model_copy(update=dict(id="bare", dense=type(device.dense)()))
+    e = estimate("llama-3.1-8b", bare, engine="llama.cpp", context=4096, prefix=PrefixCaching(hit_rate=0.5),
+                 lora=lora.LoRA(adapters=1))
+    assert e.prefill.unknown is not None
+    p = e.prefix_cache
+    assert p.prefill_seconds_expected is None and p.ttft_seconds_expected is None and p.ttft_speedup is None
+    assert p.ttft_seconds_ceiling < e.prefill.ttft_seconds_ceiling and p.cached_tokens == 2048  # llama.cpp: 1 token
+    assert not np.isnan(e.lora.step_seconds_expected) and e.lora.buffer_bytes > 0
