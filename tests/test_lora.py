@@ -49,6 +49,9 @@ def test_targets_and_bad_input() -> None:
         estimate("llama-3.1-8b", "h100-sxm", lora=LoRA(targets=("lm_head",)))
     with pytest.raises(ValueError, match="max_cpu_loras"):
         estimate("llama-3.1-8b", "h100-sxm", lora=LoRA(adapters=4, max_loras=4, max_cpu_loras=2))
+    with pytest.raises(ValueError, match="max_lora_rank"):  # vLLM's ranks are 1, 8, 16, 32, ...; only vLLM's check
+        estimate("llama-3.1-8b", "h100-sxm", lora=LoRA(rank=12))
+    assert estimate("llama-3.1-8b", "h100-sxm", engine="sglang", lora=LoRA(rank=12)).lora.rank == 12
     with pytest.raises(TypeError, match="lora"):
         estimate("llama-3.1-8b", "h100-sxm", lora="4:r16")  # type: ignore[arg-type]
 

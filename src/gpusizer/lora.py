@@ -54,11 +54,14 @@ from gpusizer import precision as precisions
 from gpusizer.checks import scalar_or_array
 from gpusizer.numeric import maximum, minimum, number
 
-__all__ = ["MODULES", "ROW_PARALLEL", "Adapters", "LoRA", "adapt", "matrix_params", "module_shapes",
+__all__ = ["MODULES", "ROW_PARALLEL", "VLLM_RANKS", "Adapters", "LoRA", "adapt", "matrix_params", "module_shapes",
            "sharded_params"]
 
 #: Target modules (PEFT's names without ``_proj``); ``all`` is every one (PEFT ``target_modules="all-linear"``).
 MODULES = ("q", "k", "v", "o", "gate", "up", "down")
+
+#: Ranks vLLM accepts for ``--max-lora-rank`` (``MaxLoRARanks`` of vllm/config/lora.py, the commit above). [-]
+VLLM_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 
 #: Row-parallel modules: their input is split over tensor-parallel ranks, the rest split their output.
 ROW_PARALLEL = ("o", "down")
@@ -186,6 +189,8 @@ def adapt(
     (``performance.Decode``), ``numbers`` its model numbers, ``sizes`` its memory numbers; the rest as
     ``performance.speed_of`` takes them."""
     slots, cpu = _check(spec)
+    if engine.name == "vllm" and spec.rank not in VLLM_RANKS:
+        raise ValueError(f"lora: vLLM's max_lora_rank is one of {', '.join(map(str, VLLM_RANKS))}, got {spec.rank}")
     targets = tuple(spec.targets)
     shapes = module_shapes(record, targets)
     bpe = precisions.bytes_per_element(record.activation_dtype)
