@@ -143,3 +143,33 @@ def test_no_nan_where_the_compute_rate_is_unknown() -> None:
     assert p.prefill_seconds_expected is None and p.ttft_seconds_expected is None and p.ttft_speedup is None
     assert p.ttft_seconds_ceiling < e.prefill.ttft_seconds_ceiling and p.cached_tokens == 2048  # llama.cpp: 1 token
     assert not np.isnan(e.lora.step_seconds_expected) and e.lora.buffer_bytes > 0
+
+
+@settings(max_examples=12, deadline=None)
+@given(context=st.integers(1, 131072), concurrency=st.integers(1, 512),
+       engine=st.sampled_from(["vllm", "sglang", "trtllm", "llama.cpp"]), share=st.floats(0, 1))
+def test_zero_hit_equals_no_caching_everywhere(context: int, concurrency: int, engine: str, share: float) -> None:
+    prompt = max(1, int(context * share))
+    e = estimate("llama-3.1-8b", "h100-sxm", context=context, concurrency=concurrency, prompt=prompt, engine=engine,
+                 prefix=PrefixCaching(hit_rate=0.0, shared_tokens=0))
+    p = e.prefix_cache
+    assert p.cached_tokens == 0 and p.computed_tokens == prompt
+    assert (p.ttft_seconds_expected, p.ttft_seconds_ceiling, p.prefill_flops) == (
+        e.prefill.ttft_seconds_expected, e.prefill.ttft_seconds_ceiling, e.prefill.flops)
+    assert (p.kv_cache_bytes, p.max_concurrency, p.fits) == (e.memory.kv_cache_bytes, e.max_concurrency, e.fits)
+
+
+def test_hybrid_block_by_hand() -> None:
+    # Qwen3-Next-80B-A3B: one Gated DeltaNet layer holds 32 value heads x 128 x 128 fp32 = 2,097,152 B of state and
+    # a convolution state of 3 x (2 x 16 x 128 + 32 x 128) = 24,576 bf16 elements = 49,152 B: 2,146,304 B. A full
+    # attention layer holds 2 x 2 heads x 256 = 1,024 elements per token: 2,048 B in bf16, 1,024 in fp8. vLLM:
+    # 16 x ceil(2,146,304 / (16 x 2,048)) = 16 x 66 = 1,056 tokens; in fp8, 16 x 131 = 2,096 (the values vLLM logs
+    # for the same layer shapes: Qwen3.5 with a bf16 cache, Qwen3.6-35B-A3B with fp8).
+    assert prefix_cache.hybrid_block_tokens(2_146_304, 2048) == 1056
+    assert prefix_cache.hybrid_block_tokens(2_146_304, 1024) == 2096
+    e = estimate("qwen3-next-80b-a3b", "h100-sxm", gpus=2, context=8192, kv_cache="fp8",
+                 prefix=PrefixCaching(hit_rate=0.6))
+    assert e.prefix_cache.granularity == 2096 and e.prefix_cache.cached_tokens == 2 * 2096  # 4915 -> 2 blocks
+    sglang = estimate("qwen3-next-80b-a3b", "h100-sxm", gpus=2, context=8192, engine="sglang",
+                      prefix=PrefixCaching(hit_rate=0.6))
+    assert sglang.prefix_cache.granularity == 1

@@ -13,7 +13,8 @@ Engines share whole blocks: vLLM's automatic prefix caching hashes full blocks o
 caps the hit at ``num_tokens - 1`` so that the last token is recomputed for its logits [1]_ (the hit is thus
 ``floor(min(hit, S - 1) / 16) * 16``); SGLang's RadixAttention matches token by token (``page_size`` 1) with the
 same ``input_len - 1`` cap [2]_, [3]_; TensorRT-LLM reuses whole blocks of ``tokens_per_block`` (32). The
-granularity is ``GRANULARITY[engine]`` unless given.
+granularity is ``GRANULARITY[engine]`` unless given; on vLLM a hybrid model's is its attention block, raised to hold
+one recurrent layer's state (``hybrid_block_tokens``: 1,056 tokens for Qwen3-Next with a bf16 cache) [4]_.
 
 Deliberate omissions: eviction (a hit rate is an input; the cache is assumed to hold what it names), sliding-window
 and recurrent layers share nothing (their state is per sequence; only full-attention and indexer caches are
@@ -28,6 +29,11 @@ References
    2024 (RadixAttention).
 .. [3] sgl-project/sglang python/sglang/srt/managers/schedule_batch.py ``Req.adjust_max_prefix_ids``:
    ``max_prefix_len = input_len - 1``.
+.. [4] vllm-project/vllm@1936cf3841edb9781b06c50fc4daf4bac9d3b23e vllm/model_executor/models/config.py
+   ``HybridAttentionMambaModelConfig.verify_and_update_config``: ``attn_block_size = kernel_block_alignment_size *
+   cdiv(mamba_page_size, kernel_block_alignment_size * attn_page_size_1_token)`` (alignment 16), logged as "Setting
+   attention block size to N tokens to ensure that attention page size is >= mamba page size" (1056 for
+   Qwen3.5-4B/9B with a bf16 cache on vLLM 0.16.1, 2096 for Qwen3.6-35B-A3B with an fp8 cache on vLLM 0.20.0).
 """
 
 from __future__ import annotations
@@ -37,10 +43,11 @@ from typing import Any
 
 from gpusizer import catalog, configuration, efficiency, memory, parallel, passes, performance, prefill, unpack
 from gpusizer.checks import scalar_or_array
-from gpusizer.numeric import floor, maximum, minimum, number, where
+from gpusizer.numeric import ceil, floor, integer, maximum, minimum, number, where
 
 __all__ = [
-    "GRANULARITY", "PrefixCache", "PrefixCaching", "cache_prefix", "cached_tokens", "max_concurrency",
+    "GRANULARITY", "PrefixCache", "PrefixCaching", "cache_prefix", "cached_tokens", "hybrid_block_tokens",
+    "max_concurrency",
     "per_sequence_bytes", "pool_bytes", "session_hit_rate",
 ]
 
@@ -127,6 +134,25 @@ def cached_tokens(prompt: Any, hit_rate: Any = 0.0, shared: Any = 0, granularity
     return scalar_or_array(g * floor(maximum(hit, 0.0) / g))
 
 
+def hybrid_block_tokens(state_bytes: Any, kv_bytes_per_token: Any, alignment: Any = 16) -> Any:
+    r"""vLLM's attention block of a hybrid (attention + recurrent) model: the fewest tokens, in multiples of the
+    kernel's ``alignment``, whose attention page holds one layer's recurrent state, so that both kinds share one
+    page size [4]_:
+
+    .. math:: b = a \left\lceil \frac{M_{state}}{a\, m_{token}} \right\rceil
+
+    ``state_bytes`` :math:`M_{state}` of one recurrent layer (its SSM and convolution state) [B],
+    ``kv_bytes_per_token`` :math:`m_{token}` of one attention layer [B]. Prefix hits are whole such blocks. [token]
+
+    Examples
+    --------
+    >>> hybrid_block_tokens(2_146_304, 2048), hybrid_block_tokens(2_146_304, 1024)  # bf16 and fp8 KV
+    (1056, 2096)
+    """
+    a = number(alignment)
+    return scalar_or_array(integer(a * ceil(number(state_bytes) / (a * number(kv_bytes_per_token)))))
+
+
 def pool_bytes(sequences: Any, per_sequence: Any, shared: Any) -> Any:
     r"""KV bytes of ``sequences`` sequences that share a prefix of ``shared`` bytes, held once:
     :math:`M = m_{sh} + N (m - m_{sh})` for :math:`N \ge 1`, 0 for none. [B]
@@ -199,6 +225,8 @@ def cache_prefix(
     prefill, ``numbers`` its model numbers, ``sizes`` its memory numbers (``estimator.memory_numbers``), ``asked``
     its prompt (None: the context); the rest as ``performance.speed_of`` takes them."""
     g = _check(spec, engine.name)
+    if spec.granularity is None and engine.name == "vllm":
+        g = max(g, _hybrid_block(record, numbers))
     prompt = ctx if asked is None else asked
     cached = cached_tokens(prompt, spec.hit_rate, spec.shared_tokens, g)
     shared = cached_tokens(prompt, 0.0, spec.shared_tokens, g)
@@ -210,6 +238,17 @@ def cache_prefix(
         computed_tokens=scalar_or_array(number(prompt) - cached), hit_rate=scalar_or_array(cached / number(prompt)),
         shared_tokens=shared, **memory_, **timing,
     )
+
+
+def _hybrid_block(record: catalog.Model, f: unpack.ModelNumbers) -> int:
+    """vLLM's attention block of a hybrid model (``hybrid_block_tokens`` of one recurrent layer's state and one
+    attention layer's bytes per token); 0 for a model without both kinds of layer."""
+    attention = sum(kind == "full" for kind in record.layers)
+    recurrent = sum(kind in ("linear", "mamba") for kind in record.layers)
+    if not (attention and recurrent and f.layout.full and f.layout.state_bytes):
+        return 0
+    state = (f.layout.state_bytes + f.layout.conv * f.act_bpe) / recurrent
+    return int(hybrid_block_tokens(state, f.layout.full * f.kv_bpe / attention))
 
 
 def _prefill(
