@@ -164,7 +164,7 @@ def test_hybrid_block_by_hand() -> None:
     # a convolution state of 3 x (2 x 16 x 128 + 32 x 128) = 24,576 bf16 elements = 49,152 B: 2,146,304 B. A full
     # attention layer holds 2 x 2 heads x 256 = 1,024 elements per token: 2,048 B in bf16, 1,024 in fp8. vLLM:
     # 16 x ceil(2,146,304 / (16 x 2,048)) = 16 x 66 = 1,056 tokens; in fp8, 16 x 131 = 2,096 (the values vLLM logs
-    # for the same layer shapes: Qwen3.5 with a bf16 cache, Qwen3.6-35B-A3B with fp8).
+    # for Qwen3.5-4B/9B with a bf16 cache and Qwen3.6-35B-A3B with fp8, of the same Gated DeltaNet family).
     assert prefix_cache.hybrid_block_tokens(2_146_304, 2048) == 1056
     assert prefix_cache.hybrid_block_tokens(2_146_304, 1024) == 2096
     e = estimate("qwen3-next-80b-a3b", "h100-sxm", gpus=2, context=8192, kv_cache="fp8",

@@ -33,7 +33,8 @@ References
    ``HybridAttentionMambaModelConfig.verify_and_update_config``: ``attn_block_size = kernel_block_alignment_size *
    cdiv(mamba_page_size, kernel_block_alignment_size * attn_page_size_1_token)`` (alignment 16), logged as "Setting
    attention block size to N tokens to ensure that attention page size is >= mamba page size" (1056 for
-   Qwen3.5-4B/9B with a bf16 cache on vLLM 0.16.1, 2096 for Qwen3.6-35B-A3B with an fp8 cache on vLLM 0.20.0).
+   Qwen3.5-4B/9B with a bf16 cache on vLLM 0.16.1, 2096 for Qwen3.6-35B-A3B with an fp8 cache on vLLM 0.20.0: the
+   values this gives for Qwen3-Next's layer shapes; those models' shapes were not checked).
 """
 
 from __future__ import annotations
