@@ -77,3 +77,17 @@ def test_session_hit_rate_grows_with_the_turns(turns: int, system: int, user: in
     later, _ = prefix_cache.session_hit_rate(turns + 1, system, user, output)
     assert 0.0 <= now < 1.0 and now <= later
     assert now * mean == pytest.approx(mean - user)  # everything but the new message is cached
+
+
+def test_session_turns_flag(capsys: pytest.CaptureFixture[str]) -> None:
+    # 4 turns of a 200-token message and a 300-token answer after a 1000-token system prompt: mean prompt 1950,
+    # hit rate 1 - 200 / 1950 (session_hit_rate by hand above)
+    base = ["throughput", "llama-3.1-8b", "h100", "--prompt", "200", "--output-tokens", "300", "--ttft-p95", "500ms",
+            "--json"]
+    assert main([*base, "--shared-prefix", "1000", "--session-turns", "4"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["workload"]["prompt_tokens"] == 1950 and data["workload"]["prefix_hit_rate"] == pytest.approx(
+        1 - 200 / 1950)
+    assert main([*base, "--prompt", "1950"]) == 0  # the same mean prompt without the cache serves fewer requests
+    plain = json.loads(capsys.readouterr().out)
+    assert plain["capacity"]["requests_per_second"] < data["capacity"]["requests_per_second"]

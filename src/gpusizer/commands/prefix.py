@@ -26,8 +26,14 @@ def _rate(text: str) -> float:
     return value
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add the prefix-caching flags."""
+def _turns(text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 10_000:
+        raise argparse.ArgumentTypeError(f"expected a whole number of turns from 1 to 10000, got {text!r}")
+    return int(text)
+
+
+def add_arguments(parser: argparse.ArgumentParser, sessions: bool = False) -> None:
+    """Add the prefix-caching flags (and ``--session-turns`` for the serving commands when ``sessions``)."""
     group = parser.add_argument_group("prefix caching (docs/prefix-caching.md)")
     group.add_argument("--prefix-cache", type=_rate, default=None, metavar="HIT_RATE",
                        help="share of each prompt's tokens found in the prefix cache, e.g. 0.6 (vLLM automatic "
@@ -37,6 +43,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        "KV blocks held once in the pool")
     group.add_argument("--prefix-granularity", type=positive_tokens, default=None, metavar="TOKENS",
                        help="tokens a hit is made of (default: vllm 16, sglang 1, trtllm 32, llama.cpp 1)")
+    if sessions:
+        group.add_argument("--session-turns", type=_turns, default=None, metavar="TURNS",
+                           help="multi-turn sessions: each of TURNS turns re-sends the --shared-prefix system prompt "
+                           "and the earlier turns (cached) and adds a --prompt message; the workload's prompt becomes "
+                           "the mean turn's and its hit rate what the earlier turns give")
 
 
 def prefix(args: argparse.Namespace) -> prefix_cache.PrefixCaching | None:
@@ -52,10 +63,18 @@ def prefix(args: argparse.Namespace) -> prefix_cache.PrefixCaching | None:
 
 def workload(args: argparse.Namespace, traffic: Any) -> Any:
     """``traffic`` (a ``serving.Workload``) with the hit rate the flags ask for: the larger of ``--prefix-cache`` and
-    ``--shared-prefix`` over the mean prompt (``Workload.prefix_hit_rate``)."""
+    ``--shared-prefix`` over the mean prompt (``Workload.prefix_hit_rate``); with ``--session-turns`` the mean turn of
+    a session whose earlier turns are cached (``prefix_cache.session_hit_rate``)."""
+    turns = getattr(args, "session_turns", None)
     spec = prefix(args)
-    if spec is None:
+    if spec is None and turns is None:
         return traffic
+    spec = spec or prefix_cache.PrefixCaching()
+    if turns is not None:
+        rate, mean = prefix_cache.session_hit_rate(turns, spec.shared_tokens, traffic.prompt_tokens,
+                                                   traffic.output_tokens)
+        return traffic.model_copy(update={"prompt_tokens": float(mean),
+                                          "prefix_hit_rate": max(spec.hit_rate, float(rate))})
     rate = max(spec.hit_rate, min(1.0, spec.shared_tokens / traffic.prompt_tokens))
     return traffic.model_copy(update={"prefix_hit_rate": rate})
 

@@ -97,7 +97,7 @@ def register(commands: Any) -> None:
     parser.add_argument("--top", type=_argument(_whole(1, 10**6)), default=10,
                         help="rows shown in the text table (default 10)")
     speculating.add_arguments(parser)
-    prefixing.add_arguments(parser)
+    prefixing.add_arguments(parser, sessions=True)
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="every row as JSON")
     output.add_argument("--csv", action="store_true", help="every row as CSV")

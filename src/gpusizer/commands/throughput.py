@@ -64,7 +64,7 @@ def register(commands: Any) -> None:
     parser.add_argument("--allow-beyond-max-context", action="store_true",
                         help="accept --prompt + --output-tokens past the model's maximum context")
     parser.add_argument("--json", action="store_true", help="every figure as strict JSON")
-    prefixing.add_arguments(parser)
+    prefixing.add_arguments(parser, sessions=True)
     parser.set_defaults(handler=_handler)
 
 
