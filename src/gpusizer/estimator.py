@@ -14,19 +14,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from gpusizer import (
-    catalog,
-    checks,
-    efficiency,
-    engines,
-    memory,
-    parallel,
-    performance,
-    prefix_cache,
-    speculation,
-    unpack,
-)
+from gpusizer import catalog, checks, efficiency, engines, memory, parallel, performance, speculation, unpack
 from gpusizer import lora as adapters
+from gpusizer import prefix_cache as caching
 from gpusizer.checks import cache_by_identity, instance, integer_array, plain, scalar_or_array
 from gpusizer.numeric import maximum, number, where
 from gpusizer.presentation import Presented
@@ -140,7 +130,7 @@ class Estimate(Presented):
     """The GPU's name (``GPU.name``: a custom record's as well as the catalogue's)."""
     speculation: speculation.Speculation | None = None
     """Speculative decoding (``estimate(..., speculative=...)``; ``gpusizer.speculation``); None when off."""
-    prefix_cache: prefix_cache.PrefixCache | None = None
+    prefix_cache: caching.PrefixCache | None = None
     """Prefix caching (``estimate(..., prefix=...)``; ``gpusizer.prefix_cache``); None when off."""
     lora: adapters.Adapters | None = None
     """LoRA adapters (``estimate(..., lora=...)``; ``gpusizer.lora``); None when off."""
@@ -177,7 +167,7 @@ def estimate(
     layout: str | parallel.Layout = "tp",
     calibration: _calibration.Calibration | None = None,
     speculative: speculation.Speculative | None = None,
-    prefix: prefix_cache.PrefixCaching | None = None,
+    prefix: caching.PrefixCaching | None = None,
     lora: adapters.LoRA | None = None,
 ) -> Estimate:
     """Size one model on one GPU type: memory per GPU, fit, KV pool and its limits.
@@ -276,7 +266,7 @@ def estimate(
     speculated = None if speculative is None else speculation.speculate(
         record, device, w, experts, kv_name, count, profile, plan, table, scale_out_bandwidth(system), ctx, users,
         speculative, decode, sizes)
-    cached = None if prefix is None else prefix_cache.cache_prefix(
+    cached = None if prefix is None else caching.cache_prefix(
         record, device, w, experts, kv_name, count, profile, plan, table, scale_out_bandwidth(system), ctx, users,
         asked, prefix, performance.Speed(decode, prefill), numbers, sizes)
     adapted = None if lora is None else adapters.adapt(
