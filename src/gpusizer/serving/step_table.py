@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from gpusizer import catalog, engines, prefix_cache
+from gpusizer import catalog, engines
+from gpusizer import prefix_cache as caching
 from gpusizer.checks import scalar_or_array
 from gpusizer.estimator import estimate
 
@@ -468,4 +469,4 @@ def cached_prompt_tokens(step: StepModel, prompt: Any) -> Any:
     >>> float(cached_prompt_tokens(s, 100))  # 50 tokens: 3 blocks of 16
     48.0
     """
-    return prefix_cache.cached_tokens(prompt, step.prefix_hit_rate, 0, prefix_cache.GRANULARITY.get(step.engine, 1))
+    return caching.cached_tokens(prompt, step.prefix_hit_rate, 0, caching.GRANULARITY.get(step.engine, 1))

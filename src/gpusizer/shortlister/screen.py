@@ -20,7 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from gpusizer import architecture, catalog, engines, precision, prefix_cache, serving
+from gpusizer import architecture, catalog, engines, precision, serving
+from gpusizer import prefix_cache as caching
 from gpusizer.estimator import estimate
 from gpusizer.serving import SLO, Workload
 from gpusizer.shortlister.table import Dropped
@@ -135,7 +136,7 @@ def floors(record: catalog.Model, weights: str | None, size: float, device: cata
 def _uncached(prompt: float, workload: Workload) -> float:
     """Tokens of ``prompt`` a prefill computes at least at the workload's prefix hit rate (token-granular, the
     fewest: a screen must not drop what the step table would keep; ``prefix_cache.cached_tokens``). [token]"""
-    return prompt - float(prefix_cache.cached_tokens(prompt, workload.prefix_hit_rate))
+    return prompt - float(caching.cached_tokens(prompt, workload.prefix_hit_rate))
 
 
 @functools.lru_cache(maxsize=16)
