@@ -18,6 +18,8 @@ from typing import Any
 
 from gpusizer import architecture, catalog, engines, precision, units
 from gpusizer.commands import common
+from gpusizer.commands import lora as adapting
+from gpusizer.commands import prefix as prefixing
 from gpusizer.commands import speculative as speculating
 from gpusizer.commands.common import CommandError
 from gpusizer.estimator import Estimate, estimate
@@ -35,6 +37,7 @@ EXAMPLES = {
         "gpusizer gpus\ngpusizer fit --help",
     "fit": "gpusizer fit llama-3.1-70b h200 --weights fp8 --kv-cache fp8 --context 32k --concurrency 16\n"
            "gpusizer fit deepseek-v3 hgx-h200-8x --context 16k --concurrency 32\n"
+           "gpusizer fit llama-3.1-8b h100 --concurrency 16 --prefix-cache 0.6 --shared-prefix 4k --lora 4:r16\n"
            "gpusizer fit ./my-checkpoint/ l40s --engine llama.cpp --json",
     "gpus": "gpusizer gpus\ngpusizer gpus --json",
     "systems": "gpusizer systems\ngpusizer fit deepseek-r1 gb300-nvl72",
@@ -87,6 +90,8 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--json", action="store_true", help="machine-readable output (sizes in bytes)")
     fit.add_argument("--calibration", type=Path, help="your calibration (gpusizer calibrate ... -o my.toml)")
     speculating.add_arguments(fit)
+    prefixing.add_arguments(fit)
+    adapting.add_arguments(fit)
     fit.set_defaults(handler=_fit)
 
     for name, what, handler in (("gpus", "accelerators and systems", _gpus), ("systems", "multi-GPU systems",
@@ -317,14 +322,17 @@ def _fit(args: argparse.Namespace) -> str:
                    prompt=args.prompt, engine=args.engine, calibration=_calibration(args.calibration))
     layout, note = common.choose_layout(record, args.gpu, args.gpus, args.layout, options)
     speculative = speculating.speculative(args)
-    result = estimate(record, args.gpu, gpus=args.gpus, layout=layout, speculative=speculative, **options)
+    result = estimate(record, args.gpu, gpus=args.gpus, layout=layout, speculative=speculative,
+                      prefix=prefixing.prefix(args), lora=adapting.lora(args), **options)
     if args.json:
         data = {"schema_version": common.SCHEMA_VERSION, **fit_json(result), "layout_choice": note}
         if result.speculation is not None:
             data["speculation"].update(speculating.accepted_token_cost(result))
         return common.json_text(data)
     text = fit_text(result, catalog.gpu(result.gpu), record, layout_note=note)
-    return text if result.speculation is None else text + "\n" + speculating.text(result)
+    parts = ((result.speculation, speculating.text), (result.prefix_cache, prefixing.text),
+             (result.lora, adapting.text))
+    return "\n".join([text, *(show(result) for value, show in parts if value is not None)])
 
 
 def _calibration(path: Path | None) -> Any:

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from gpusizer import catalog, checks, efficiency, engines, memory, parallel, performance, speculation, unpack
+from gpusizer import lora as adapters
+from gpusizer import prefix_cache as caching
 from gpusizer.checks import cache_by_identity, instance, integer_array, plain, scalar_or_array
 from gpusizer.numeric import maximum, number, where
 from gpusizer.presentation import Presented
@@ -128,12 +130,18 @@ class Estimate(Presented):
     """The GPU's name (``GPU.name``: a custom record's as well as the catalogue's)."""
     speculation: speculation.Speculation | None = None
     """Speculative decoding (``estimate(..., speculative=...)``; ``gpusizer.speculation``); None when off."""
+    prefix_cache: caching.PrefixCache | None = None
+    """Prefix caching (``estimate(..., prefix=...)``; ``gpusizer.prefix_cache``); None when off."""
+    lora: adapters.Adapters | None = None
+    """LoRA adapters (``estimate(..., lora=...)``; ``gpusizer.lora``); None when off."""
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain nested dict; arrays become lists, sizes in bytes become integers; ``speculation`` only when on."""
+        """Plain nested dict; arrays become lists, sizes in bytes become integers; ``speculation``, ``prefix_cache``
+        and ``lora`` only when on."""
         data = plain(asdict(self))
-        if self.speculation is None:
-            del data["speculation"]
+        for name in ("speculation", "prefix_cache", "lora"):
+            if getattr(self, name) is None:
+                del data[name]
         return data
 
 
@@ -159,6 +167,8 @@ def estimate(
     layout: str | parallel.Layout = "tp",
     calibration: _calibration.Calibration | None = None,
     speculative: speculation.Speculative | None = None,
+    prefix: caching.PrefixCaching | None = None,
+    lora: adapters.LoRA | None = None,
 ) -> Estimate:
     """Size one model on one GPU type: memory per GPU, fit, KV pool and its limits.
 
@@ -195,6 +205,13 @@ def estimate(
         Speculative decoding (a draft model, an EAGLE head or the model's MTP module, ``gpusizer.speculation``):
         ``Estimate.speculation`` then holds the accepted-token rates, the speedup, the draft's memory and the
         concurrency beyond which speculation stops paying; ``decode`` stays the plain decode.
+    prefix : prefix_cache.PrefixCaching, optional
+        Prefix caching (a hit rate and/or a prefix every sequence shares, ``gpusizer.prefix_cache``):
+        ``Estimate.prefix_cache`` then holds the cached and computed prompt tokens, the prefill and TTFT of the
+        uncached part, and the KV pool with the shared blocks held once; ``prefill`` stays the uncached prefill.
+    lora : lora.LoRA, optional
+        LoRA adapters served with the model (``gpusizer.lora``): ``Estimate.lora`` then holds the engine's
+        adapter buffers per GPU, the KV pool left, and the decode step with the adapters' kernels.
 
     Returns
     -------
@@ -249,6 +266,12 @@ def estimate(
     speculated = None if speculative is None else speculation.speculate(
         record, device, w, experts, kv_name, count, profile, plan, table, scale_out_bandwidth(system), ctx, users,
         speculative, decode, sizes)
+    cached = None if prefix is None else caching.cache_prefix(
+        record, device, w, experts, kv_name, count, profile, plan, table, scale_out_bandwidth(system), ctx, users,
+        asked, prefix, performance.Speed(decode, prefill), numbers, sizes)
+    adapted = None if lora is None else adapters.adapt(
+        record, device, w, experts, kv_name, count, profile, plan, table, scale_out_bandwidth(system), ctx, users,
+        lora, decode, numbers, sizes)
     return Estimate(
         model=record.id,
         gpu=device.id,
@@ -266,6 +289,8 @@ def estimate(
         prefill=prefill,
         parallel=_parallel_breakdown(plan, decode, prefill),
         speculation=speculated,
+        prefix_cache=cached,
+        lora=adapted,
     )
 
 

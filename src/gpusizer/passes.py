@@ -173,18 +173,19 @@ def is_single_gpu(s: configuration.Setup) -> bool:
 
 
 def prefill_steps(
-    s: configuration.Setup, prompt: Any, chunk: float, prompts: Any = 1, chunks: tuple[int, int | None] = (0, None)
+    s: configuration.Setup, prompt: Any, chunk: float, prompts: Any = 1, chunks: tuple[int, int | None] = (0, None),
+    prefix: Any = 0,
 ) -> Step:
     """The chunk steps of a prompt along a trailing axis; ``chunks`` = ``(first, count)`` lays out only
-    that block of them (``prefill.chunk_tokens``)."""
+    that block of them (``prefill.chunk_tokens``); ``prefix`` tokens are cached before the prompt."""
     sizes: Any
     before: Any
     first, count = chunks
-    if type(prompt) is int and prompt <= chunk and first == 0:  # one prompt of one chunk: no chunk axis
-        sizes, before = float(prompt), 0.0
+    if type(prompt) is int and prompt <= chunk and first == 0 and type(prefix) is int:  # one chunk: no chunk axis
+        sizes, before = float(prompt), float(prefix)
     else:
-        sizes, before = prefill.chunk_tokens(prompt, chunk, first=first, count=count)
-    last = (sizes > 0) & (before + sizes >= along_chunks(prompt))
+        sizes, before = prefill.chunk_tokens(prompt, chunk, prefix, first=first, count=count)
+    last = (sizes > 0) & (before + sizes >= along_chunks(prompt) + along_chunks(prefix))
     asked = along_chunks(prompts)
     group = parallel.sequences_per_group(asked, s.groups)
     replica = parallel.sequences_per_group(asked, s.groups // s.attention_dp)
@@ -228,16 +229,17 @@ def prefill_schedule(total: Any, longest: Any, layout: configuration.Setup, requ
 
 def prefill_sums(
     sx: configuration.Setup, cx: efficiency.Constants, one: configuration.Setup | None, prompt: Any, size: Any,
-    elements: int = 1,
+    elements: int = 1, prefix: Any = 0,
 ) -> dict[str, Any]:
     """What a prefill's numbers add up over its chunk steps, a block of chunks at a time (``chunk_blocks``
     for ``elements`` configurations): the sum and the longest step time at the ceiling (``ceiling``,
     ``ceiling_longest``), expected (``expected``...) and on the one-GPU reference ``one`` (``reference``...;
     the expected ones when ``one`` is None); ``flops``, ``moved``, ``weights`` (bytes), ``chunks``,
-    ``compute`` and ``memory`` (bound times) and ``communication`` per configuration."""
+    ``compute`` and ``memory`` (bound times) and ``communication`` per configuration; ``prefix`` tokens are cached
+    before the prompt (``gpusizer.prefix_cache``)."""
     sums: dict[str, Any] = {}
     for block in chunk_blocks(prompt, size, elements):  # one block unless the prompt is very long
-        part = _prefill_block(sx, cx, one, prompt, size, block)
+        part = _prefill_block(sx, cx, one, prompt, size, block, prefix)
         sums = part if not sums else {k: (np.maximum if k.endswith("longest") else np.add)(sums[k], v)
                                       for k, v in part.items()}
     return sums
@@ -245,16 +247,17 @@ def prefill_sums(
 
 def _prefill_block(
     sx: configuration.Setup, cx: efficiency.Constants, one: configuration.Setup | None, prompt: Any,
-    size: Any, block: tuple[int, int | None],
+    size: Any, block: tuple[int, int | None], prefix: Any = 0,
 ) -> dict[str, Any]:
     """The sums over one block of a prompt's chunk steps (and the longest step) that ``prefill_numbers``
     adds up: times at the ceiling, expected and on the one-GPU reference, FLOPs, bytes and bound times."""
-    steps = prefill_steps(sx, prompt, size, chunks=block)
+    steps = prefill_steps(sx, prompt, size, chunks=block, prefix=prefix)
     ceiling = prefill_times(steps, sx, None)
     communication = communication_seconds(steps, sx, cx)
     overhead = overhead_seconds(steps, sx, cx, communication)
     expected = prefill_times(steps, sx, cx, overhead)
-    reference = expected if one is None else prefill_times(prefill_steps(one, prompt, size, chunks=block), one, cx)
+    reference = expected if one is None else prefill_times(prefill_steps(one, prompt, size, chunks=block,
+                                                                         prefix=prefix), one, cx)
     compute, memory_ = (over_chunks(t) for t in bound_seconds(steps, sx))
     return dict(
         ceiling=ceiling[0], ceiling_longest=ceiling[1], expected=expected[0], expected_longest=expected[1],

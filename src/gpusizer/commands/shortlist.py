@@ -14,6 +14,7 @@ import math
 from typing import Any
 
 from gpusizer.commands import common
+from gpusizer.commands import prefix as prefixing
 from gpusizer.commands import speculative as speculating
 
 __all__ = ["register", "text"]
@@ -22,6 +23,7 @@ EXAMPLES = (
     "gpusizer shortlist llama-3.1-70b --prompt 2k --output-tokens 512 --rate 5 --ttft-p95 500ms --tpot-p95 50ms\n"
     "gpusizer shortlist llama-3.1-8b --rate 20 --ttft-p95 300ms --tpot-p95 30ms --gpus rtx-4090,l40s,h100\n"
     "gpusizer shortlist qwen3-32b --rate 2 --ttft-p95 1s --price h100-sxm=2.49 --csv\n"
+    "gpusizer shortlist llama-3.1-8b --prompt 8k --output-tokens 256 --rate 4 --ttft-p95 500ms --prefix-cache 0.8\n"
     "gpusizer shortlist llama-3.1-8b --rate 0.05 --ttft-p95 2s --tpot-p95 100ms --engine llama.cpp "
     "--gpus rtx-3090,rtx-4090 --weights q4_k_m,q8_0 --max-gpus 1"
 )
@@ -95,6 +97,7 @@ def register(commands: Any) -> None:
     parser.add_argument("--top", type=_argument(_whole(1, 10**6)), default=10,
                         help="rows shown in the text table (default 10)")
     speculating.add_arguments(parser)
+    prefixing.add_arguments(parser, sessions=True)
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="every row as JSON")
     output.add_argument("--csv", action="store_true", help="every row as CSV")
@@ -108,6 +111,7 @@ def _shortlist(args: argparse.Namespace) -> str:
     for item in args.price:
         prices.update(item)
     workload, slo = common.service(args, args.rate)
+    workload = prefixing.workload(args, workload)
     if slo is None:
         raise common.CommandError("shortlist needs at least one latency target: --ttft-p95, --tpot-p95 or --e2e-p95")
     table = shortlist(common.model(args.model), workload, slo, gpus=args.gpus, max_gpus=args.max_gpus,

@@ -16,6 +16,7 @@ from typing import Any
 
 from gpusizer import catalog, engines
 from gpusizer.commands import common
+from gpusizer.commands import prefix as prefixing
 
 __all__ = ["register", "text"]
 
@@ -23,7 +24,8 @@ EXAMPLES = (
     "gpusizer throughput llama-3.1-8b h100 --prompt 1k --output-tokens 256\n"
     "gpusizer throughput llama-3.1-8b h100 --prompt 1k --output-tokens 256 --rate 10 --ttft-p95 500ms --tpot-p95 50ms\n"
     "gpusizer throughput llama-2-70b h200 --gpus 8 --layout tp1xdp8 --weights fp8 --engine trtllm --max-seqs 806 "
-    "--rate 30 --ttft-p95 2s --tpot-p95 200ms --quantile 0.99 --json"
+    "--rate 30 --ttft-p95 2s --tpot-p95 200ms --quantile 0.99 --json\n"
+    "gpusizer throughput llama-3.1-8b h100 --prompt 8k --output-tokens 256 --ttft-p95 500ms --prefix-cache 0.8"
 )
 
 
@@ -62,6 +64,7 @@ def register(commands: Any) -> None:
     parser.add_argument("--allow-beyond-max-context", action="store_true",
                         help="accept --prompt + --output-tokens past the model's maximum context")
     parser.add_argument("--json", action="store_true", help="every figure as strict JSON")
+    prefixing.add_arguments(parser, sessions=True)
     parser.set_defaults(handler=_handler)
 
 
@@ -71,6 +74,7 @@ def _handler(args: argparse.Namespace) -> str:
     record = common.model(args.model)
     common.check_context(record, args.prompt + args.output, None, args.allow_beyond_max_context)
     workload, slo = common.service(args, args.rate or 1.0)
+    workload = prefixing.workload(args, workload)
     options = dict(weights=args.weights, kv_cache=args.kv_cache, context=args.prompt + args.output,
                    engine=args.engine)
     layout, note = common.choose_layout(record, args.gpu, args.gpus, args.layout, options, objective="throughput")

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from gpusizer.checks import count, instance, positive_array, scalar_or_array
-from gpusizer.serving.step_table import StepModel, prompt_extra_seconds
+from gpusizer.serving.step_table import StepModel, cached_prompt_tokens, prompt_extra_seconds
 from gpusizer.serving.workload import Workload, sample_lengths
 
 __all__ = ["Simulation", "simulate"]
@@ -177,7 +177,9 @@ def _single_server(step: StepModel, arrivals: np.ndarray, prompts: np.ndarray) -
     :math:`D_n = \max(D_{n-1}, A_n) + S_n` unrolls to :math:`D_n = C_n + \max_{k \le n}(A_k - C_{k-1})`
     with :math:`C` the cumulative service, one ``maximum.accumulate``.
     """
-    service = np.interp(prompts, step.token_grid, step.token_seconds) + prompt_extra_seconds(step, prompts)
+    cached = cached_prompt_tokens(step, prompts)  # the prefix cache's tokens: attended to, not computed
+    service = (np.interp(prompts - cached, step.token_grid, step.token_seconds) + prompt_extra_seconds(step, prompts)
+               - prompt_extra_seconds(step, cached))
     total = np.cumsum(service)
     departures = total + np.maximum.accumulate(arrivals - (total - service))
     duration = float(departures[-1])
@@ -252,6 +254,8 @@ class _Run:
     """Integral of the decode batch over time. [s]"""
     done: int = 0
     """Requests finished."""
+    cached: list[int] = field(default_factory=list)
+    """Prompt tokens each request finds in the prefix cache (``step_table.cached_prompt_tokens``). [token]"""
 
 
 def _start(step: StepModel, arrivals: np.ndarray, prompts: np.ndarray, outputs: np.ndarray, per_step: int) -> _Run:
@@ -264,7 +268,8 @@ def _start(step: StepModel, arrivals: np.ndarray, prompts: np.ndarray, outputs: 
     arr, s_len, o_len = arrivals.tolist(), prompts.tolist(), outputs.tolist()
     return _Run(a=a, extra=extra, kappa=step.kv_seconds, chunk=step.chunk_tokens, max_seqs=step.max_sequences,
                 capacity=step.kv_capacity_tokens, per_step=per_step, arr=arr, s_len=s_len, o_len=o_len,
-                need=[s_len[i] + o_len[i] for i in range(n)], first=[math.nan] * n, finish=[math.nan] * n)
+                need=[s_len[i] + o_len[i] for i in range(n)], first=[math.nan] * n, finish=[math.nan] * n,
+                cached=np.asarray(cached_prompt_tokens(step, prompts), dtype=np.int64).tolist())
 
 
 def _finish_through(run: _Run, last: int, now: float) -> None:
@@ -311,6 +316,7 @@ def _fill(run: _Run) -> tuple[int, float, list[int]]:
                 break
             run.reserved += run.need[i]
             run.head_admitted = True
+            run.progress = run.cached[i]  # the prefill starts after the prefix cache's tokens
         progress = run.progress
         take = min(budget - tokens, s_len[i] - progress)
         added += extra[progress + take] - extra[progress]

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from gpusizer import catalog, engines
+from gpusizer import prefix_cache as caching
 from gpusizer.checks import scalar_or_array
 from gpusizer.estimator import estimate
 
@@ -25,6 +26,7 @@ __all__ = [
     "StepModel",
     "batch_limit",
     "budget_batch",
+    "cached_prompt_tokens",
     "marginal_prefill_seconds",
     "prompt_extra_seconds",
     "step_axes",
@@ -78,6 +80,8 @@ class StepModel:
     layout: str = ""
     """How the GPUs share the model (``tp4``, ``pp2``; empty on one GPU)."""
     label: str = ""
+    prefix_hit_rate: float = 0.0
+    """Share of each prompt's tokens found in the prefix cache (``Workload.prefix_hit_rate``). [-]"""
 
     def scaled(self, decode: float, prefill: float | None = None) -> StepModel:
         """The same engine with decode step times times ``decode`` and prefill extras times ``prefill``."""
@@ -429,7 +433,10 @@ def marginal_prefill_seconds(step: StepModel, prompt: Any, batch: Any, fd: Any =
     -----
     The prompt fills chunks of :math:`C' = \max(C - B, 1)` tokens (the budget left by the decodes):
 
-    .. math:: S_m(s; B) = f_d \sum_j [a(B + c_j) - a(B)] + f_p\, e(s)
+    .. math:: S_m(s; B) = f_d \sum_j [a(B + c_j) - a(B)] + f_p\, [e(s) - e(s_c)]
+
+    where the chunks :math:`c_j` cover the :math:`s - s_c` tokens not in the prefix cache
+    (``cached_prompt_tokens``; :math:`s_c = 0` without caching).
 
     In the memory-bound plateau of :math:`a` a chunk rides almost free (chunked-prefill interference,
     Agrawal et al., arXiv:2403.02310).
@@ -442,10 +449,24 @@ def marginal_prefill_seconds(step: StepModel, prompt: Any, batch: Any, fd: Any =
     array([0.015449])
     """
     batch = np.asarray(batch, dtype=float)
+    cached = cached_prompt_tokens(step, prompt)
+    computed = prompt - cached
     budget = np.maximum(step.chunk_tokens - batch, 1.0)
-    full = np.floor(prompt / budget)
-    rest = prompt - full * budget
+    full = np.floor(computed / budget)
+    rest = computed - full * budget
     base = np.interp(batch, step.token_grid, step.token_seconds)
     whole = np.interp(batch + budget, step.token_grid, step.token_seconds) - base
     part = np.where(rest > 0, np.interp(batch + rest, step.token_grid, step.token_seconds) - base, 0.0)
-    return fd * (full * whole + part) + fp * prompt_extra_seconds(step, prompt)
+    return fd * (full * whole + part) + fp * (prompt_extra_seconds(step, prompt) - prompt_extra_seconds(step, cached))
+
+
+def cached_prompt_tokens(step: StepModel, prompt: Any) -> Any:
+    """Tokens of ``prompt`` the step's engine reads from its prefix cache at ``step.prefix_hit_rate``, in the engine's
+    units (``prefix_cache.cached_tokens``, ``prefix_cache.GRANULARITY``); 0 without caching. [token]
+
+    >>> s = StepModel(np.array([0, 1]), np.array([0, 0.01]), np.array([False] * 2), 1e-6, np.array([0, 100]),
+    ...               np.array([0, 0.001]), 100, 8, 1e5, engine="vllm", prefix_hit_rate=0.5)
+    >>> float(cached_prompt_tokens(s, 100))  # 50 tokens: 3 blocks of 16
+    48.0
+    """
+    return caching.cached_tokens(prompt, step.prefix_hit_rate, 0, caching.GRANULARITY.get(step.engine, 1))

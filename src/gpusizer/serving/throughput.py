@@ -36,7 +36,7 @@ from gpusizer.serving.capacity import MAX_RATE_METHODS, max_rate, max_rates_coar
 from gpusizer.serving.curve import concurrency_curve
 from gpusizer.serving.queueing import load
 from gpusizer.serving.simulation import simulate
-from gpusizer.serving.step_table import StepModel, batch_limit, budget_batch, step_model
+from gpusizer.serving.step_table import StepModel, batch_limit, budget_batch, cached_prompt_tokens, step_model
 from gpusizer.serving.workload import SLO, Lengths, Workload
 
 __all__ = ["Capacity", "Latency", "Offline", "Quantiles", "Throughput", "throughput"]
@@ -206,7 +206,8 @@ def _cap(step: StepModel, tokens_per_sequence: float) -> str:
 def _offline(step: StepModel, top: StepModel, workload: Workload, replicas: int, gpus: int) -> Offline:
     """The saturated batch of one replica and the system's output rate at it."""
     s, o = float(workload.prompt_tokens), float(workload.output_tokens)
-    limit, budget = batch_limit(step, s + o), float(budget_batch(step.chunk_tokens, s, o))
+    computed = s - float(cached_prompt_tokens(step, s))  # the prompt tokens a step computes (prefix cache hits aside)
+    limit, budget = batch_limit(step, s + o), float(budget_batch(step.chunk_tokens, computed, o))
     batch = min(limit, budget)
     binding = "token-budget" if budget < limit else _cap(step, s + o)
 
@@ -389,6 +390,8 @@ def throughput(
     step, top = (step_model(record, gpu, weights=weights, kv_cache=kv_cache, gpus=replica.gpus, engine=profile,
                             context=s + o / 2, max_prompt=longest, ceiling=ceiling, layout=replica)
                  for ceiling in (False, True))
+    if workload.prefix_hit_rate:
+        step, top = (replace(t, prefix_hit_rate=workload.prefix_hit_rate) for t in (step, top))
     w, _, kv = unpack.checkpoint_precisions(record, weights, kv_cache)
     offline = _offline(step, top, workload, replicas, count)
     return Throughput(

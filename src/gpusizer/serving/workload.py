@@ -89,6 +89,9 @@ class Workload(_Record):
     burstiness: Annotated[float, Field(gt=0)] = 1.0
     """Shape of gamma-distributed inter-arrival times: 1 is Poisson, below 1 burstier (the
     ``--burstiness`` of ``vllm bench serve``). The closed forms assume 1. [-]"""
+    prefix_hit_rate: Annotated[float, Field(ge=0, le=1)] = 0.0
+    """Share of each prompt's tokens found in the prefix cache (earlier turns of a session, a shared system
+    prompt; ``prefix_cache.session_hit_rate``): the prefill computes only the rest. [-]"""
 
     @model_validator(mode="after")
     def _uniform_stays_positive(self) -> Workload:

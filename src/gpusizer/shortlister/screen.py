@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from gpusizer import architecture, catalog, engines, precision, serving
+from gpusizer import prefix_cache as caching
 from gpusizer.estimator import estimate
 from gpusizer.serving import SLO, Workload
 from gpusizer.shortlister.table import Dropped
@@ -127,9 +128,15 @@ def floors(record: catalog.Model, weights: str | None, size: float, device: cata
     usable = {p.compute, "int8"} if p.weight_only else {p.compute}
     named = [getattr(device.dense, name, None) for name in usable]
     rates: list[float] = [r for r in named if r] or [r for r in device.dense.model_dump().values() if r]
-    prompt = float(serving.Lengths.of(workload).prompt.min())
+    prompt = _uncached(float(serving.Lengths.of(workload).prompt.min()), workload)
     ttft = 2 * active * prompt / shards / max(rates) if rates else 0.0
     return tpot, ttft
+
+
+def _uncached(prompt: float, workload: Workload) -> float:
+    """Tokens of ``prompt`` a prefill computes at least at the workload's prefix hit rate (token-granular, the
+    fewest: a screen must not drop what the step table would keep; ``prefix_cache.cached_tokens``). [token]"""
+    return prompt - float(caching.cached_tokens(prompt, workload.prefix_hit_rate))
 
 
 @functools.lru_cache(maxsize=16)
@@ -292,11 +299,12 @@ def _evaluate(s: _Sweep, key: _Key, swept: SimpleNamespace | None) -> Candidate 
     pool = float(np.broadcast_to(sized.kv_pool_tokens, (2, len(s.tokens)))[1, 0])
     if pool < s.longest:
         return f"does not fit: the KV pool holds {pool:,.0f} tokens, a request needs up to {s.longest:,.0f}"
-    slow = _unloaded_miss(sized, s.slo, s.prompts, s.shortest)
+    slow = _unloaded_miss(sized, s.slo, s.prompts, _uncached(s.shortest, s.workload))
     if slow:
         return f"misses the SLO even unloaded: {slow}"
     context = int(s.workload.prompt_tokens + s.workload.output_tokens)
-    step = serving.step_tables(s.record, sized, s.tokens, s.prompts, context)
+    step = replace(serving.step_tables(s.record, sized, s.tokens, s.prompts, context),
+                   prefix_hit_rate=s.workload.prefix_hit_rate)
     if not np.all(np.isfinite(step.prompt_seconds)):
         return "no speed model: the GPU publishes no tensor rate for prefill"
     return Candidate(device, count, layout, weights, step)
