@@ -31,6 +31,7 @@ from gpusizer.interconnect.links import (
     bundled,
     custom_allreduce,
     link_class,
+    pcie_bandwidth,
     load,
 )
 
@@ -47,6 +48,7 @@ __all__ = [
     "custom_allreduce",
     "engine_allreduce_seconds",
     "link_class",
+    "pcie_bandwidth",
     "load",
     "one_shot_allreduce_seconds",
     "p2p_seconds",
