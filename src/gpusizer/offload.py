@@ -274,7 +274,9 @@ def streamed_prefill_seconds(
 # --- the composer: one configuration with an offload ------------------------------------------------------------
 
 
-def _split(f: Any, e: Any, sizes: dict[str, Any], decode: Any, g: Any, m: Any, spec: Offload, offload_bytes: Any) -> Any:
+def _split(
+    f: Any, e: Any, sizes: dict[str, Any], decode: Any, g: Any, m: Any, spec: Offload, offload_bytes: Any
+) -> Any:
     """Host weights, host KV and host streamed bytes of one split (``g``, ``m`` for layers, bytes for stream)."""
     touched = 0.0 if not f.num_experts else minimum(number(decode.experts_touched) / f.num_experts, 1.0)
     if MODES[e.name] == "stream":
@@ -289,11 +291,14 @@ def _split(f: Any, e: Any, sizes: dict[str, Any], decode: Any, g: Any, m: Any, s
 
 def _pool(e: Any, sizes: dict[str, Any], gpu_weights: Any) -> Any:
     non_torch = engines.non_torch_bytes(e.runtime_bytes, e.runtime_bytes_multi_gpu, 1)
-    return engines.kv_pool_bytes(sizes["capacity_bytes"], gpu_weights, sizes["activation_bytes"] + sizes["runtime_bytes"],
-                                 rule=e.kv_rule, fraction=e.memory_fraction, non_torch=non_torch)
+    overhead = sizes["activation_bytes"] + sizes["runtime_bytes"]
+    return engines.kv_pool_bytes(sizes["capacity_bytes"], gpu_weights, overhead, rule=e.kv_rule,
+                                 fraction=e.memory_fraction, non_torch=non_torch)
 
 
-def _fits(f: Any, e: Any, sizes: dict[str, Any], decode: Any, g: Any, m: Any, spec: Offload, offload_bytes: Any) -> bool:
+def _fits(
+    f: Any, e: Any, sizes: dict[str, Any], decode: Any, g: Any, m: Any, spec: Offload, offload_bytes: Any
+) -> bool:
     weights, kv, _ = _split(f, e, sizes, decode, g, m, spec, offload_bytes)
     pool = _pool(e, sizes, sizes["weights_bytes"] - weights)
     return bool(np.all(memory.headroom_bytes(pool, sizes["kv_cache_bytes"] - kv) >= 0))
@@ -308,10 +313,11 @@ def _auto(f: Any, e: Any, sizes: dict[str, Any], decode: Any, spec: Offload) -> 
             if _fits(f, e, sizes, decode, L + 1, 0, spec, gib * GIB):
                 return L + 1, 0, float(gib * GIB)
         return L + 1, 0, float(np.ceil(float(np.max(sizes["weights_bytes"])) / GIB) * GIB)
-    for m in range(L + 1) if f.num_experts else (0,):
+    moe_model = bool(np.all(number(f.expert_bytes) > 0))
+    for m in range(L + 1) if moe_model else (0,):
         if _fits(f, e, sizes, decode, L + 1, m, spec, 0.0):
             return L + 1, m, 0.0
-    moe = L if f.num_experts else 0
+    moe = L if moe_model else 0
     for g in range(L, -1, -1):
         if _fits(f, e, sizes, decode, g, moe, spec, 0.0):
             return g, moe, 0.0
@@ -365,7 +371,7 @@ def offload(
     if spec.auto:
         g, m, moved = _auto(f, engine, sizes, decode, spec)
     weights, kv, streamed = _split(f, engine, sizes, decode, g, m, spec, moved)
-    preset, achieved, wire, pcie, line = _bandwidths(spec, device)
+    _, achieved, wire, pcie, line = _bandwidths(spec, device)
     stream = MODES[engine.name] == "stream"
     pool = _pool(engine, sizes, sizes["weights_bytes"] - weights)
     headroom = memory.headroom_bytes(pool, sizes["kv_cache_bytes"] - kv)
@@ -391,7 +397,8 @@ def offload(
         fits=scalar_or_array((headroom >= 0) & (True if host_fits is None else np.asarray(host_fits))),
         host=spec.host if spec.host_bandwidth is None else "given", host_bandwidth=achieved,
         host_bandwidth_theoretical=wire, pcie_bandwidth=pcie, gpu_share=scalar_or_array(share),
-        host_streamed_bytes=scalar_or_array(streamed), gpu_seconds=scalar_or_array(decode.tpot_seconds_expected * share),
+        host_streamed_bytes=scalar_or_array(streamed),
+        gpu_seconds=scalar_or_array(decode.tpot_seconds_expected * share),
         host_seconds=scalar_or_array(streamed / bandwidth),
         transfer_seconds=scalar_or_array(tpot - decode.tpot_seconds_expected * share - streamed / bandwidth),
         tpot_seconds_ceiling=scalar_or_array(top), tpot_seconds_expected=scalar_or_array(tpot),

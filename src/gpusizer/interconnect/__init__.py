@@ -31,8 +31,8 @@ from gpusizer.interconnect.links import (
     bundled,
     custom_allreduce,
     link_class,
-    pcie_bandwidth,
     load,
+    pcie_bandwidth,
 )
 
 __all__ = [
@@ -48,10 +48,10 @@ __all__ = [
     "custom_allreduce",
     "engine_allreduce_seconds",
     "link_class",
-    "pcie_bandwidth",
     "load",
     "one_shot_allreduce_seconds",
     "p2p_seconds",
+    "pcie_bandwidth",
     "ring_allreduce_seconds",
     "row_split_seconds",
     "two_shot_allreduce_seconds",
