@@ -114,3 +114,20 @@ def test_decode_never_faster_with_more_on_the_host(name, users):
              .offload.tpot_seconds_expected for g in range(81, -1, -4)]
     assert all(b >= a * (1 - 1e-12) for a, b in itertools.pairwise(times))
     assert not any(math.isnan(t) for t in times)
+
+
+def test_shortlist_keeps_an_offloaded_70b_on_a_24gb_card():
+    from gpusizer.serving import SLO, Workload
+    from gpusizer.shortlister import shortlist
+
+    w = Workload(rate=0.01, prompt_tokens=1024, output_tokens=256)
+    slo = SLO(tpot_p95=1.0)
+    plain = shortlist("llama-3.1-70b", w, slo, gpus=["rtx-4090"], weights=["q4_k_m"], engine="llama.cpp",
+                      max_gpus=1, simulate=0)
+    offloaded = shortlist("llama-3.1-70b", w, slo, gpus=["rtx-4090"], weights=["q4_k_m"], engine="llama.cpp",
+                          max_gpus=1, simulate=0, offload=Offload(auto=True))
+    assert len(plain) == 0 and len(offloaded) == 1
+    # the row decodes at the offloaded step: TPOT p95 at least the unloaded offloaded step (about 345 ms)
+    one = estimate("llama-3.1-70b", "rtx-4090", weights="q4_k_m", engine="llama.cpp", context=1280,
+                   offload=Offload(auto=True)).offload
+    assert offloaded[0].tpot >= 0.9 * one.tpot_seconds_expected

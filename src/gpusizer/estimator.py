@@ -281,7 +281,7 @@ def estimate(
         record, device, w, experts, kv_name, count, profile, plan, table, scale_out_bandwidth(system), ctx, users,
         lora, decode, numbers, sizes)
     offloaded = None if offload is None else offloading.offload(
-        device, profile, count, numbers, sizes, decode, prefill, users, offload)
+        device, profile, count, numbers, sizes, decode, prefill, ctx, users, offload)
     return Estimate(
         model=record.id,
         gpu=device.id,

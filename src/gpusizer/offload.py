@@ -119,6 +119,9 @@ class Offloaded:
     host_fits: Any
     """``host_bytes <= host_memory_bytes``; None when the host's memory was not given. [bool]"""
     kv_pool_bytes: Any
+    kv_pool_tokens: Any
+    """Tokens of ``context``-long sequences the GPU's pool holds (the GPU layers' KV per token); None where the
+    GPU holds no KV cache (``kv_on_host``, ``gpu_layers = 0``). [token]"""
     headroom_bytes: Any
     """GPU budget minus what the GPU holds with the offload: negative when it does not fit. [B]"""
     fits: Any
@@ -359,11 +362,11 @@ def _check(spec: Offload, engine: str, gpus: int) -> None:
 
 def offload(
     device: catalog.GPU, engine: Any, gpus: int, f: Any, sizes: dict[str, Any], decode: Any, prefill: Any,
-    users: Any, spec: Offload,
+    ctx: Any, users: Any, spec: Offload,
 ) -> Offloaded:
     """One configuration with part of its weights in host memory (``estimator.estimate``'s ``offload=``):
     ``f`` its model numbers (``unpack.model_numbers``), ``sizes`` its memory numbers, ``decode`` and
-    ``prefill`` its plain speed (``performance``), ``users`` the concurrency."""
+    ``prefill`` its plain speed (``performance``), ``ctx`` [token] and ``users`` its context and concurrency."""
     _check(spec, engine.name, gpus)
     L = int(f.num_layers)
     g, m, moved = (L + 1 if spec.gpu_layers is None else spec.gpu_layers), spec.cpu_moe_layers, float(
@@ -375,7 +378,7 @@ def offload(
     stream = MODES[engine.name] == "stream"
     pool = _pool(engine, sizes, sizes["weights_bytes"] - weights)
     headroom = memory.headroom_bytes(pool, sizes["kv_cache_bytes"] - kv)
-    host_total = weights + kv
+    host_total, gpu_kv = weights + kv, sizes["kv_cache_bytes"] - kv
     host_fits = None if spec.host_memory is None else scalar_or_array(host_total <= spec.host_memory)
     share = gpu_share(decode.weight_bytes + decode.kv_bytes, streamed)
     crossings = 0.0 if stream else activation_crossings(m, g, L)
@@ -394,6 +397,7 @@ def offload(
         gpu_kv_cache_bytes=scalar_or_array(sizes["kv_cache_bytes"] - kv), host_kv_cache_bytes=scalar_or_array(kv),
         host_bytes=scalar_or_array(host_total), host_memory_bytes=spec.host_memory, host_fits=host_fits,
         kv_pool_bytes=maximum(pool, 0.0), headroom_bytes=scalar_or_array(headroom),
+        kv_pool_tokens=memory.pool_tokens(pool, gpu_kv / number(users), ctx) if np.all(gpu_kv > 0) else None,
         fits=scalar_or_array((headroom >= 0) & (True if host_fits is None else np.asarray(host_fits))),
         host=spec.host if spec.host_bandwidth is None else "given", host_bandwidth=achieved,
         host_bandwidth_theoretical=wire, pcie_bandwidth=pcie, gpu_share=scalar_or_array(share),

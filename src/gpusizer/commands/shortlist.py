@@ -14,6 +14,7 @@ import math
 from typing import Any
 
 from gpusizer.commands import common
+from gpusizer.commands import offload as offloading
 from gpusizer.commands import prefix as prefixing
 from gpusizer.commands import speculative as speculating
 
@@ -98,6 +99,7 @@ def register(commands: Any) -> None:
                         help="rows shown in the text table (default 10)")
     speculating.add_arguments(parser)
     prefixing.add_arguments(parser, sessions=True)
+    offloading.add_arguments(parser)
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="every row as JSON")
     output.add_argument("--csv", action="store_true", help="every row as CSV")
@@ -116,7 +118,8 @@ def _shortlist(args: argparse.Namespace) -> str:
         raise common.CommandError("shortlist needs at least one latency target: --ttft-p95, --tpot-p95 or --e2e-p95")
     table = shortlist(common.model(args.model), workload, slo, gpus=args.gpus, max_gpus=args.max_gpus,
                       prices=prices or None, weights=args.weights, engine=args.engine, simulate=args.simulate,
-                      seed=args.seed, speculative=speculating.speculative(args))
+                      seed=args.seed, speculative=speculating.speculative(args),
+                      offload=offloading.offload(args))
     if args.json:
         data = {"schema_version": common.SCHEMA_VERSION, "model": table.model, "workload": workload.model_dump(),
                 "slo": slo.model_dump(),
