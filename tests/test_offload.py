@@ -27,16 +27,20 @@ def test_theoretical_bandwidths_by_hand():
 
 
 def test_layer_split_by_hand():
-    # 80 layers of 1 B each, 80 B of experts (1 B per layer), head 2 B.
-    # -ngl 40: 40 host layers x (1 + 1) + head = 82 B
-    assert off.layer_split_bytes(80.0, 80.0, 2.0, 80, 40) == pytest.approx(82.0)
-    # -ngl 81 (all and the output layer): nothing on the host; --n-cpu-moe 10 adds 10 x 1 B of experts
-    assert off.layer_split_bytes(80.0, 80.0, 2.0, 80, 81) == 0.0
-    assert off.layer_split_bytes(80.0, 80.0, 2.0, 80, 81, 10) == pytest.approx(10.0)
-    # -ngl 80: the output layer (layer n_layer) stays on the host: 2 B
-    assert off.layer_split_bytes(80.0, 80.0, 2.0, 80, 80) == pytest.approx(2.0)
-    # 2 crossings for each GPU layer with host experts: n-cpu-moe 30 with 10 host layers -> 2 x 20
-    assert off.activation_crossings(30, 70, 80) == pytest.approx(40.0)
+    # 80 layers of 1 B each, 80 B of experts (1 B per layer), head 3 B. -ngl g puts g of the 81 slots on the GPU,
+    # the output layer being the last (llama.cpp i_gpu_start = n_layer + 1 - g).
+    # -ngl 40: the head and 39 layers on the GPU, 41 host layers x (1 + 1) B = 82 B
+    assert off.layer_split_bytes(80.0, 80.0, 3.0, 80, 40) == pytest.approx(82.0)
+    # -ngl 81 (all slots): nothing on the host; --n-cpu-moe 10 adds 10 x 1 B of experts
+    assert off.layer_split_bytes(80.0, 80.0, 3.0, 80, 81) == 0.0
+    assert off.layer_split_bytes(80.0, 80.0, 3.0, 80, 81, 10) == pytest.approx(10.0)
+    # -ngl 1: only the head on the GPU, 80 x 2 = 160 B; -ngl 0: the head too, 163 B
+    assert off.layer_split_bytes(80.0, 80.0, 3.0, 80, 1) == pytest.approx(160.0)
+    assert off.layer_split_bytes(80.0, 80.0, 3.0, 80, 0) == pytest.approx(163.0)
+    # KV of the 20 host layers at -ngl 61: 8 B x 20 / 80 = 2 B
+    assert off.host_kv_bytes(8.0, 80, 61) == pytest.approx(2.0)
+    # 2 crossings for each GPU layer with host experts: n-cpu-moe 30 with 11 host layers (-ngl 70) -> 2 x 19
+    assert off.activation_crossings(30, 70, 80) == pytest.approx(38.0)
 
 
 def test_step_and_prefill_by_hand():
@@ -107,7 +111,7 @@ def test_full_offload_is_host_bound(model, bandwidth):
 
 
 @settings(max_examples=10, deadline=None)
-@given(st.sampled_from(off.HOSTS), st.integers(1, 4))
+@given(st.sampled_from(off.hosts()), st.integers(1, 4))
 def test_decode_never_faster_with_more_on_the_host(name, users):
     options = MODEL | {"concurrency": users}
     times = [estimate("llama-3.1-70b", "rtx-4090", **options, offload=Offload(gpu_layers=g, host=name))

@@ -2,22 +2,22 @@ r"""CPU/RAM offload: part of the weights in system RAM, the memory split and the
 
 Three engine mechanisms (docs/offload.md has the derivations and references):
 
-- llama.cpp ``-ngl N`` keeps the last ``N`` repeating layers on the GPU (``i_gpu_start = n_layer + 1 - N``;
-  the output layer counts as layer ``n_layer``, so it joins the GPU only when ``N > n_layer``); the first
+- llama.cpp ``-ngl N`` puts the last ``N`` of ``n_layer + 1`` slots on the GPU (``i_gpu_start = n_layer + 1 -
+  N``; the output layer is slot ``n_layer``): the output layer and the last ``N - 1`` repeating layers; the first
   ones and the token embedding stay in host memory and the CPU computes them, each layer's KV cache living with
-  its layer (all of it on the host with ``-nkvo``): ggml-org/llama.cpp@a5410f046c01d01330c8a42f13b64a211fedf2c3
-  src/llama-model.cpp (``load_tensors``: ``i_gpu_start``, ``dev_input`` always CPU, ``dev_output =
+  its layer (all of it on the host with ``-nkvo``): ggml-org/llama.cpp@a5410f046c01d01330c8a42f13b64a211fedf2c3:src/llama-model.cpp
+  (``load_tensors``: ``i_gpu_start``, ``dev_input`` always CPU, ``dev_output =
   get_layer_buft_list(n_layer)``). Prompt batches of at least 32 tokens are computed by the GPU, the host
   weights copied over PCIe for every micro-batch (``ggml_backend_cuda_device_offload_op``, ``min_batch_size =
-  32``: ggml-org/llama.cpp@f6d77a1ba0ac794e950bd3abb630b904bdcd8fb8 ggml/src/ggml-cuda/ggml-cuda.cu; ggml-org/
+  32``: ggml-org/llama.cpp@f6d77a1ba0ac794e950bd3abb630b904bdcd8fb8:ggml/src/ggml-cuda/ggml-cuda.cu; ggml-org/
   llama.cpp PR #6083 "backend : offload large batches to GPU").
 - llama.cpp ``--n-cpu-moe N`` (or ``-ot exps=CPU``) keeps the routed-expert tensors of the first ``N`` layers in
   host memory, computed by the CPU; attention, shared experts and routers stay on the GPU (ggml-org/llama.cpp
   PR #15077).
 - vLLM (and SGLang) ``--cpu-offload-gb X`` keeps ``X`` GiB of weights per GPU in pinned host memory; the GPU
   reads them over PCIe in every forward pass, through unified virtual addressing (``maybe_offload_to_cpu``:
-  vllm-project/vllm@82fbeae92b86e404829a01441334a9505e8b190d vllm/model_executor/models/utils.py, L487-540;
-  ``UVAOffloader`` in vllm/model_executor/offloader/uva.py on newer versions).
+  vllm-project/vllm@82fbeae92b86e404829a01441334a9505e8b190d:vllm/model_executor/models/utils.py, L487-540;
+  ``UVAOffloader`` in vllm-project/vllm:vllm/model_executor/offloader/uva.py on newer versions).
 
 The step: the GPU's share of the plain step (its fraction of the bytes the step streams, ``gpu_share``), plus
 the host's bytes at the host's memory bandwidth (llama.cpp) or over PCIe (vLLM), plus the activation copies.
@@ -40,8 +40,8 @@ from gpusizer.checks import scalar_or_array
 from gpusizer.numeric import ceil, maximum, minimum, number, where
 
 __all__ = [
-    "GIB", "HOSTS", "PREFILL_OFFLOAD_BATCH", "HostMemory", "Offload", "Offloaded", "activation_crossings",
-    "gpu_share", "host", "host_kv_bytes", "layer_split_bytes", "offload", "offloaded_step_seconds",
+    "GIB", "PREFILL_OFFLOAD_BATCH", "HostMemory", "Offload", "Offloaded", "activation_crossings",
+    "gpu_repeating_layers", "gpu_share", "host", "host_kv_bytes", "hosts", "layer_split_bytes", "offload", "offloaded_step_seconds",
     "streamed_prefill_seconds", "theoretical_bandwidth",
 ]
 
@@ -49,7 +49,7 @@ GIB = 2**30
 """Bytes in the GiB of ``--cpu-offload-gb`` (vLLM's ``UVAOffloadConfig.cpu_offload_gb``: "GiB ... per GPU"). [B]"""
 PREFILL_OFFLOAD_BATCH = 32
 """Smallest batch whose host-weight matrix products llama.cpp's CUDA backend computes on the GPU
-(``min_batch_size``, ggml-org/llama.cpp@f6d77a1 ggml/src/ggml-cuda/ggml-cuda.cu). [token]"""
+(``min_batch_size``, ggml-org/llama.cpp@f6d77a1:ggml/src/ggml-cuda/ggml-cuda.cu). [token]"""
 MODES = {"llama.cpp": "layers", "vllm": "stream", "sglang": "stream"}
 """How each engine offloads: ``layers`` computed by the CPU (llama.cpp), ``stream`` read over PCIe (vLLM, SGLang)."""
 
@@ -74,10 +74,10 @@ class HostMemory:
 class Offload:
     """What to keep in system RAM (``estimate(..., offload=...)``). Every field is optional.
 
-    ``gpu_layers`` is llama.cpp's ``-ngl`` (repeating layers on the GPU; ``num_layers + 1`` or more also puts the
-    output layer there; None: all), ``cpu_moe_layers`` its ``--n-cpu-moe``, ``kv_on_host`` its ``-nkvo``;
+    ``gpu_layers`` is llama.cpp's ``-ngl`` (slots on the GPU: the output layer and ``gpu_layers - 1`` repeating
+    layers; ``num_layers + 1`` or more: all; None: all), ``cpu_moe_layers`` its ``--n-cpu-moe``, ``kv_on_host`` its ``-nkvo``;
     ``cpu_offload_bytes`` is vLLM's ``--cpu-offload-gb`` in bytes [B]; ``auto`` picks the most on the GPU that
-    fits. ``host`` names a configuration of ``HOSTS``; ``host_bandwidth`` [B/s] overrides its achieved bandwidth
+    fits. ``host`` names a configuration of ``hosts()``; ``host_bandwidth`` [B/s] overrides its achieved bandwidth
     and ``host_memory`` [B] is checked against what the host holds.
     """
 
@@ -98,7 +98,7 @@ class Offloaded:
     mode: str
     """``layers`` (llama.cpp, the CPU computes host layers) or ``stream`` (vLLM, the GPU reads them over PCIe)."""
     gpu_layers: int | None
-    """Repeating layers on the GPU (``-ngl``; the output layer too when over ``num_layers``); None for ``stream``."""
+    """``-ngl``: the output layer and ``gpu_layers - 1`` repeating layers on the GPU; None for ``stream``."""
     cpu_moe_layers: int
     """Layers whose routed experts are in host memory beyond the host layers (``--n-cpu-moe``). [-]"""
     cpu_offload_bytes: float
@@ -169,7 +169,7 @@ def _table() -> dict[str, Any]:
 
 
 def host(name: str) -> HostMemory:
-    """A host memory configuration of ``data/host_memory.toml`` (``HOSTS`` lists them)."""
+    """A host memory configuration of ``data/host_memory.toml`` (``hosts()`` lists them)."""
     data = _table()
     rows = {row["id"]: row for row in data["host"]}
     if name not in rows:
@@ -180,8 +180,9 @@ def host(name: str) -> HostMemory:
                       wire * float(data["achieved_fraction"]), row["source"])
 
 
-HOSTS = tuple(row["id"] for row in _table()["host"])
-"""Host memory configurations of ``data/host_memory.toml``."""
+def hosts() -> tuple[str, ...]:
+    """Ids of the host memory configurations of ``data/host_memory.toml`` (read on first use)."""
+    return tuple(row["id"] for row in _table()["host"])
 
 
 def layer_split_bytes(
@@ -189,33 +190,44 @@ def layer_split_bytes(
 ) -> Any:
     r"""Weight bytes llama.cpp keeps in host memory for ``-ngl g`` and ``--n-cpu-moe m``. [B]
 
-    .. math:: H = (L - \min(g, L))\,\frac{W_l + W_e}{L} + [g \le L]\, W_{head}
-              + \max(0, \min(m, L) - (L - \min(g, L)))\,\frac{W_e}{L}
+    .. math:: H = (L - r)\,\frac{W_l + W_e}{L} + [g = 0]\, W_{head}
+              + \max(0, \min(m, L) - (L - r))\,\frac{W_e}{L}, \qquad r = \min(\max(g - 1, 0), L)
 
     ``layer_bytes`` :math:`W_l` (all decoder layers without routed experts), ``expert_bytes`` :math:`W_e`
-    (all routed experts), ``head_bytes`` the output layer [B]; ``num_layers`` :math:`L`. The first
-    :math:`L - g` layers are the host's (``i_gpu_start``), the output layer joins the GPU only for
-    :math:`g > L`; ``--n-cpu-moe`` names the first ``m`` layers, some of them host layers already.
+    (all routed experts), ``head_bytes`` the output layer [B]; ``num_layers`` :math:`L`. ``-ngl g`` puts the
+    last :math:`g` of :math:`L + 1` slots on the GPU (``i_gpu_start = L + 1 - g``), the output layer being slot
+    :math:`L`: :math:`r` repeating layers (``gpu_repeating_layers``) and, for :math:`g \ge 1`, the head;
+    ``--n-cpu-moe`` names the first ``m`` layers, some of them host layers already.
 
-    >>> layer_split_bytes(80.0, 0.0, 2.0, 80, 40)  # 40 of 80 layers of 1 B, and the head, on the host
-    42.0
+    >>> layer_split_bytes(80.0, 0.0, 2.0, 80, 40)  # 41 of 80 layers of 1 B on the host, the head on the GPU
+    41.0
     """
     L, g, m = number(num_layers), number(gpu_layers), number(cpu_moe_layers)
-    on_host = L - minimum(g, L)
+    on_host = L - gpu_repeating_layers(g, L)
     extra = maximum(0.0, minimum(m, L) - on_host)
-    return on_host * (number(layer_bytes) + number(expert_bytes)) / L + where(g <= L, number(head_bytes), 0.0) + (
+    return on_host * (number(layer_bytes) + number(expert_bytes)) / L + where(g < 1, number(head_bytes), 0.0) + (
         extra * number(expert_bytes) / L)
 
 
+def gpu_repeating_layers(gpu_layers: Any, num_layers: Any) -> Any:
+    r"""Repeating layers ``-ngl g`` puts on the GPU: :math:`r = \min(\max(g - 1, 0), L)` (the output layer takes
+    one of the :math:`g` slots). [-]
+
+    >>> gpu_repeating_layers(81, 80), gpu_repeating_layers(40, 80), gpu_repeating_layers(0, 80)
+    (80.0, 39.0, 0.0)
+    """
+    return minimum(maximum(number(gpu_layers) - 1.0, 0.0), number(num_layers))
+
+
 def host_kv_bytes(kv_bytes: Any, num_layers: Any, gpu_layers: Any, kv_on_host: Any = False) -> Any:
-    r"""KV cache in host memory: each layer's lives with the layer, :math:`K (L - \min(g, L)) / L`; all of it
+    r"""KV cache in host memory: each layer's lives with the layer, :math:`K (L - r) / L`; all of it
     :math:`K` with ``-nkvo`` (``kv_on_host``). [B]
 
-    >>> host_kv_bytes(8.0, 80, 60), host_kv_bytes(8.0, 80, 60, True)
+    >>> host_kv_bytes(8.0, 80, 61), host_kv_bytes(8.0, 80, 61, True)
     (2.0, 8.0)
     """
-    L, g = number(num_layers), number(gpu_layers)
-    return where(kv_on_host, number(kv_bytes), number(kv_bytes) * (L - minimum(g, L)) / L)
+    L = number(num_layers)
+    return where(kv_on_host, number(kv_bytes), number(kv_bytes) * (L - gpu_repeating_layers(gpu_layers, L)) / L)
 
 
 def gpu_share(streamed_bytes: Any, host_streamed_bytes: Any) -> Any:
@@ -229,14 +241,14 @@ def gpu_share(streamed_bytes: Any, host_streamed_bytes: Any) -> Any:
 
 def activation_crossings(cpu_moe_layers: Any, gpu_layers: Any, num_layers: Any) -> Any:
     r"""Host-GPU activation copies per step beyond the plain engine's: two for each GPU layer whose experts are
-    the host's, :math:`2 \max(0, \min(m, L) - (L - \min(g, L)))`. Host layers come first and need none (the
-    token embedding is the host's already). [-]
+    the host's, :math:`2 \max(0, \min(m, L) - (L - r))`. Host layers come first and need none (the token
+    embedding is the host's already). [-]
 
-    >>> activation_crossings(30, 94, 94)
+    >>> activation_crossings(30, 95, 94)
     60.0
     """
-    L, g = number(num_layers), number(gpu_layers)
-    return 2.0 * maximum(0.0, minimum(number(cpu_moe_layers), L) - (L - minimum(g, L)))
+    L = number(num_layers)
+    return 2.0 * maximum(0.0, minimum(number(cpu_moe_layers), L) - (L - gpu_repeating_layers(gpu_layers, L)))
 
 
 def offloaded_step_seconds(

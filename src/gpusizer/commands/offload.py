@@ -60,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--no-kv-offload", action="store_true", help="llama.cpp -nkvo: the whole KV cache in system RAM")
     group.add_argument("--cpu-offload-gb", type=_gib, default=None, help="vLLM/SGLang --cpu-offload-gb X: X GiB of "
                        "weights in pinned host memory, read over PCIe every forward pass")
-    group.add_argument("--host", choices=offloading.HOSTS, default="ddr5-5600-dual",
+    group.add_argument("--host", choices=offloading.hosts(), default="ddr5-5600-dual",
                        help="the host's memory (default ddr5-5600-dual: 89.6 GB/s wire, 67.2 GB/s achieved)")
     group.add_argument("--host-bandwidth", type=_quantity("B/s"), default=None,
                        help="the host's achieved memory bandwidth, e.g. 80GB/s (overrides --host)")
