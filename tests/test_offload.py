@@ -135,3 +135,13 @@ def test_shortlist_keeps_an_offloaded_70b_on_a_24gb_card():
     one = estimate("llama-3.1-70b", "rtx-4090", weights="q4_k_m", engine="llama.cpp", context=1280,
                    offload=Offload(auto=True)).offload
     assert offloaded[0].tpot >= 0.9 * one.tpot_seconds_expected
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-8b", "qwen3-30b-a3b", "gpt-oss-120b", "llama-3.1-70b"])
+@pytest.mark.parametrize("gpu", ["rtx-4090", "l40s", "apple-m4-max"])
+def test_no_nan_in_an_offload(model, gpu):
+    for engine in ("llama.cpp", "vllm"):
+        o = estimate(model, gpu, engine=engine, context=4096, offload=Offload(auto=True)).offload
+        for name, value in vars(o).items():
+            if isinstance(value, float):
+                assert math.isfinite(value), (model, gpu, engine, name)

@@ -148,7 +148,8 @@ class Offloaded:
     """Per user, with the offload. [token/s]"""
     expected_aggregate_tokens_per_second: Any
     prefill_seconds_expected: Any
-    """Prefill of the prompt with the offload (the host weights copied per micro-batch). [s]"""
+    """Prefill of the prompt with the offload (the host weights copied per micro-batch); None where the plain
+    prefill is (a GPU without a published matrix rate). [s]"""
     ttft_seconds_expected: Any
     note: str
 
@@ -421,8 +422,10 @@ def offload(
         tpot_seconds_ceiling=scalar_or_array(top), tpot_seconds_expected=scalar_or_array(tpot),
         ceiling_tokens_per_second=scalar_or_array(1.0 / top), expected_tokens_per_second=scalar_or_array(1.0 / tpot),
         expected_aggregate_tokens_per_second=scalar_or_array(number(users) / tpot),
-        prefill_seconds_expected=scalar_or_array(prefill.seconds_expected + extra),
-        ttft_seconds_expected=scalar_or_array(prefill.ttft_seconds_expected + extra),
+        prefill_seconds_expected=None if prefill.seconds_expected is None else scalar_or_array(
+            prefill.seconds_expected + extra),
+        ttft_seconds_expected=None if prefill.ttft_seconds_expected is None else scalar_or_array(
+            prefill.ttft_seconds_expected + extra),
         note=("host weights read by the GPU over PCIe every forward pass" if stream else
               "host layers computed by the CPU at the host's memory bandwidth; prompt batches >= 32 tokens on the GPU"),
     )
