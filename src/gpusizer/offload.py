@@ -5,7 +5,8 @@ Three engine mechanisms (docs/offload.md has the derivations and references):
 - llama.cpp ``-ngl N`` puts the last ``N`` of ``n_layer + 1`` slots on the GPU (``i_gpu_start = n_layer + 1 -
   N``; the output layer is slot ``n_layer``): the output layer and the last ``N - 1`` repeating layers; the first
   ones and the token embedding stay in host memory and the CPU computes them, each layer's KV cache living with
-  its layer (all of it on the host with ``-nkvo``): ggml-org/llama.cpp@a5410f046c01d01330c8a42f13b64a211fedf2c3:src/llama-model.cpp
+  its layer (all of it on the host with ``-nkvo``):
+  ggml-org/llama.cpp@a5410f046c01d01330c8a42f13b64a211fedf2c3:src/llama-model.cpp
   (``load_tensors``: ``i_gpu_start``, ``dev_input`` always CPU, ``dev_output =
   get_layer_buft_list(n_layer)``). Prompt batches of at least 32 tokens are computed by the GPU, the host
   weights copied over PCIe for every micro-batch (``ggml_backend_cuda_device_offload_op``, ``min_batch_size =
@@ -41,7 +42,8 @@ from gpusizer.numeric import ceil, maximum, minimum, number, where
 
 __all__ = [
     "GIB", "PREFILL_OFFLOAD_BATCH", "HostMemory", "Offload", "Offloaded", "activation_crossings",
-    "gpu_repeating_layers", "gpu_share", "host", "host_kv_bytes", "hosts", "layer_split_bytes", "offload", "offloaded_step_seconds",
+    "gpu_repeating_layers", "gpu_share", "host", "host_kv_bytes", "hosts", "layer_split_bytes", "offload",
+    "offloaded_step_seconds",
     "streamed_prefill_seconds", "theoretical_bandwidth",
 ]
 
@@ -75,7 +77,8 @@ class Offload:
     """What to keep in system RAM (``estimate(..., offload=...)``). Every field is optional.
 
     ``gpu_layers`` is llama.cpp's ``-ngl`` (slots on the GPU: the output layer and ``gpu_layers - 1`` repeating
-    layers; ``num_layers + 1`` or more: all; None: all), ``cpu_moe_layers`` its ``--n-cpu-moe``, ``kv_on_host`` its ``-nkvo``;
+    layers; ``num_layers + 1`` or more: all; None: all), ``cpu_moe_layers`` its ``--n-cpu-moe``, ``kv_on_host``
+    its ``-nkvo``;
     ``cpu_offload_bytes`` is vLLM's ``--cpu-offload-gb`` in bytes [B]; ``auto`` picks the most on the GPU that
     fits. ``host`` names a configuration of ``hosts()``; ``host_bandwidth`` [B/s] overrides its achieved bandwidth
     and ``host_memory`` [B] is checked against what the host holds.

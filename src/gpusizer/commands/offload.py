@@ -1,4 +1,4 @@
-"""The CPU/RAM offload flags of ``gpusizer fit`` and their output (docs/offload.md).
+"""The CPU/RAM offload flags of ``gpusizer fit`` and ``gpusizer shortlist``, and their output (docs/offload.md).
 
 ``--offload {auto,N}`` (llama.cpp: ``-ngl N``), ``--n-cpu-moe N``, ``--no-kv-offload`` (``-nkvo``),
 ``--cpu-offload-gb X`` (vLLM/SGLang), ``--host`` (a host memory of ``data/host_memory.toml``),
