@@ -23,7 +23,7 @@ def _quantity(unit: str) -> Any:
         try:
             value = float(units.parse(text, unit))
         except (ValueError, TypeError, KeyError) as error:
-            raise argparse.ArgumentTypeError(f"expected a quantity in {unit} (e.g. 80{unit}), got {text!r}") from error
+            raise argparse.ArgumentTypeError(f"expected a quantity in {unit} (e.g. 80G{unit}), got {text!r}") from error
         if not value > 0:
             raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
         return value

@@ -26,7 +26,9 @@ EXAMPLES = (
     "gpusizer shortlist qwen3-32b --rate 2 --ttft-p95 1s --price h100-sxm=2.49 --csv\n"
     "gpusizer shortlist llama-3.1-8b --prompt 8k --output-tokens 256 --rate 4 --ttft-p95 500ms --prefix-cache 0.8\n"
     "gpusizer shortlist llama-3.1-8b --rate 0.05 --ttft-p95 2s --tpot-p95 100ms --engine llama.cpp "
-    "--gpus rtx-3090,rtx-4090 --weights q4_k_m,q8_0 --max-gpus 1"
+    "--gpus rtx-3090,rtx-4090 --weights q4_k_m,q8_0 --max-gpus 1\n"
+    "gpusizer shortlist llama-3.1-70b --rate 0.01 --tpot-p95 1s --engine llama.cpp --gpus rtx-4090,rtx-5090 "
+    "--weights q4_k_m --max-gpus 1 --offload auto"
 )
 
 
