@@ -16,6 +16,7 @@ import numpy as np
 
 from gpusizer import catalog, checks, efficiency, engines, memory, parallel, performance, speculation, unpack
 from gpusizer import lora as adapters
+from gpusizer import offload as offloading
 from gpusizer import prefix_cache as caching
 from gpusizer.checks import cache_by_identity, instance, integer_array, plain, scalar_or_array
 from gpusizer.numeric import maximum, number, where
@@ -134,12 +135,14 @@ class Estimate(Presented):
     """Prefix caching (``estimate(..., prefix=...)``; ``gpusizer.prefix_cache``); None when off."""
     lora: adapters.Adapters | None = None
     """LoRA adapters (``estimate(..., lora=...)``; ``gpusizer.lora``); None when off."""
+    offload: offloading.Offloaded | None = None
+    """CPU/RAM offload (``estimate(..., offload=...)``; ``gpusizer.offload``); None when off."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict; arrays become lists, sizes in bytes become integers; ``speculation``, ``prefix_cache``
-        and ``lora`` only when on."""
+        ``lora`` and ``offload`` only when on."""
         data = plain(asdict(self))
-        for name in ("speculation", "prefix_cache", "lora"):
+        for name in ("speculation", "prefix_cache", "lora", "offload"):
             if getattr(self, name) is None:
                 del data[name]
         return data
@@ -169,6 +172,7 @@ def estimate(
     speculative: speculation.Speculative | None = None,
     prefix: caching.PrefixCaching | None = None,
     lora: adapters.LoRA | None = None,
+    offload: offloading.Offload | None = None,
 ) -> Estimate:
     """Size one model on one GPU type: memory per GPU, fit, KV pool and its limits.
 
@@ -212,6 +216,10 @@ def estimate(
     lora : lora.LoRA, optional
         LoRA adapters served with the model (``gpusizer.lora``): ``Estimate.lora`` then holds the engine's
         adapter buffers per GPU, the KV pool left, and the decode step with the adapters' kernels.
+    offload : offload.Offload, optional
+        Weights in system RAM (llama.cpp ``-ngl``/``--n-cpu-moe``, vLLM ``--cpu-offload-gb``, ``gpusizer.offload``):
+        ``Estimate.offload`` then holds the GPU/host split, the GPU's fit with it and the decode step bounded by
+        the host's memory bandwidth or PCIe; ``fits``, ``memory`` and ``decode`` stay those without offload.
 
     Returns
     -------
@@ -272,6 +280,8 @@ def estimate(
     adapted = None if lora is None else adapters.adapt(
         record, device, w, experts, kv_name, count, profile, plan, table, scale_out_bandwidth(system), ctx, users,
         lora, decode, numbers, sizes)
+    offloaded = None if offload is None else offloading.offload(
+        device, profile, count, numbers, sizes, decode, prefill, ctx, users, offload)
     return Estimate(
         model=record.id,
         gpu=device.id,
@@ -291,6 +301,7 @@ def estimate(
         speculation=speculated,
         prefix_cache=cached,
         lora=adapted,
+        offload=offloaded,
     )
 
 

@@ -14,6 +14,7 @@ import math
 from typing import Any
 
 from gpusizer.commands import common
+from gpusizer.commands import offload as offloading
 from gpusizer.commands import prefix as prefixing
 from gpusizer.commands import speculative as speculating
 
@@ -25,7 +26,9 @@ EXAMPLES = (
     "gpusizer shortlist qwen3-32b --rate 2 --ttft-p95 1s --price h100-sxm=2.49 --csv\n"
     "gpusizer shortlist llama-3.1-8b --prompt 8k --output-tokens 256 --rate 4 --ttft-p95 500ms --prefix-cache 0.8\n"
     "gpusizer shortlist llama-3.1-8b --rate 0.05 --ttft-p95 2s --tpot-p95 100ms --engine llama.cpp "
-    "--gpus rtx-3090,rtx-4090 --weights q4_k_m,q8_0 --max-gpus 1"
+    "--gpus rtx-3090,rtx-4090 --weights q4_k_m,q8_0 --max-gpus 1\n"
+    "gpusizer shortlist llama-3.1-70b --rate 0.01 --tpot-p95 1s --engine llama.cpp --gpus rtx-4090,rtx-5090 "
+    "--weights q4_k_m --max-gpus 1 --offload auto"
 )
 
 
@@ -98,6 +101,7 @@ def register(commands: Any) -> None:
                         help="rows shown in the text table (default 10)")
     speculating.add_arguments(parser)
     prefixing.add_arguments(parser, sessions=True)
+    offloading.add_arguments(parser)
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="every row as JSON")
     output.add_argument("--csv", action="store_true", help="every row as CSV")
@@ -116,7 +120,8 @@ def _shortlist(args: argparse.Namespace) -> str:
         raise common.CommandError("shortlist needs at least one latency target: --ttft-p95, --tpot-p95 or --e2e-p95")
     table = shortlist(common.model(args.model), workload, slo, gpus=args.gpus, max_gpus=args.max_gpus,
                       prices=prices or None, weights=args.weights, engine=args.engine, simulate=args.simulate,
-                      seed=args.seed, speculative=speculating.speculative(args))
+                      seed=args.seed, speculative=speculating.speculative(args),
+                      offload=offloading.offload(args))
     if args.json:
         data = {"schema_version": common.SCHEMA_VERSION, "model": table.model, "workload": workload.model_dump(),
                 "slo": slo.model_dump(),

@@ -32,6 +32,7 @@ from gpusizer.interconnect.links import (
     custom_allreduce,
     link_class,
     load,
+    pcie_bandwidth,
 )
 
 __all__ = [
@@ -50,6 +51,7 @@ __all__ = [
     "load",
     "one_shot_allreduce_seconds",
     "p2p_seconds",
+    "pcie_bandwidth",
     "ring_allreduce_seconds",
     "row_split_seconds",
     "two_shot_allreduce_seconds",

@@ -37,6 +37,7 @@ __all__ = [
     "custom_allreduce",
     "link_class",
     "load",
+    "pcie_bandwidth",
 ]
 
 
@@ -179,6 +180,19 @@ def _pcie_bandwidth(device: GPU, table: Table) -> float:
     ic = device.interconnect
     generation = ic.pcie_generation if ic.pcie_generation in table.lane_bandwidth else table.default_pcie_generation
     return table.lane_bandwidth[generation] * (ic.pcie_lanes or table.default_pcie_lanes)
+
+
+def pcie_bandwidth(device: GPU, table: Table | None = None) -> float:
+    """PCIe line rate of one such GPU per direction: ``lane_bandwidth[generation] x lanes`` (the
+    catalogue's generation and lanes, else ``[pcie]``'s defaults, ``data/interconnect.toml``). [B/s]
+
+    Examples
+    --------
+    >>> from gpusizer import catalog
+    >>> round(pcie_bandwidth(catalog.gpu("rtx-4090")) / 1e9, 1)
+    31.5
+    """
+    return _pcie_bandwidth(device, bundled() if table is None else table)
 
 
 def _scale_up_class(device: GPU, table: Table) -> str:

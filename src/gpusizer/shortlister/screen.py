@@ -189,10 +189,15 @@ class _Sweep:
     longest: float
     speculative: Any = None
     """``speculation.Speculative``: decode runs at the accepted-token rate (``estimate``'s ``speculation``)."""
+    offload: Any = None
+    """``offload.Offload``: weights in host memory, decode and prefill at the offloaded speed (``estimate``'s
+    ``offload``); with ``auto`` the split that holds one request of the longest length."""
 
 
 def _memory_screen(s: _Sweep, device: catalog.GPU, count: int, weights: str | None) -> str:
-    """Why the weights and the engine's fixed memory exceed the budget, or ``""``."""
+    """Why the weights and the engine's fixed memory exceed the budget, or ``""`` (always with an offload)."""
+    if s.offload is not None:
+        return ""
     profile = s.profile
     fixed = engines.non_torch_bytes(profile.runtime_bytes, profile.runtime_bytes_multi_gpu, count)
     fixed = fixed + profile.cuda_graph_bytes
@@ -216,17 +221,50 @@ def _floor_screen(s: _Sweep, device: catalog.GPU, count: int, layout: str, weigh
 def _estimate(s: _Sweep, device: catalog.GPU, count: int, layout: str, weights: str | None) -> Any:
     """The step table's ``estimate`` of one configuration, or why it has none (a ``str``)."""
     context = s.workload.prompt_tokens + s.workload.output_tokens
+    options: dict[str, Any] = dict(weights=weights, gpus=count, engine=s.engine, layout=_layout_name(layout, count))
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            sized = estimate(s.record, device, weights=weights, gpus=count, engine=s.engine,
-                             context=np.array([[1], [int(context)]]), concurrency=s.tokens, prompt=s.prompts,
-                             layout=_layout_name(layout, count), speculative=s.speculative)
+            split = None if s.offload is None else _split(s, device, options)
+            if isinstance(split, str):
+                return split
+            sized = estimate(s.record, device, context=np.array([[1], [int(context)]]), concurrency=s.tokens,
+                             prompt=s.prompts, speculative=s.speculative, offload=split, **options)
     except ValueError as error:
         return f"no speed model: {error}"
     if caught:  # e.g. attention heads that do not divide by the tensor-parallel degree
         return f"layout refused: {caught[0].message}"
+    if sized.offload is not None:
+        return _offloaded(sized)
     return sized if sized.speculation is None else _speculated(sized)
+
+
+def _split(s: _Sweep, device: catalog.GPU, options: dict[str, Any]) -> Any:
+    """The offload of ``s`` with its split fixed (``auto``: the one that holds one request of the longest
+    length), or why none fits (a ``str``)."""
+    spec = s.offload
+    if spec.auto:
+        probe: Any = estimate(s.record, device, context=int(s.longest), concurrency=1, offload=spec, **options).offload
+        spec = replace(spec, auto=False, gpu_layers=probe.gpu_layers, cpu_moe_layers=probe.cpu_moe_layers,
+                       cpu_offload_bytes=probe.cpu_offload_bytes)
+    one: Any = estimate(s.record, device, context=int(s.longest), concurrency=1, offload=spec, **options).offload
+    if not one.fits:
+        return f"does not fit even with offload: the GPU is {-float(one.headroom_bytes) / 1e9:.1f} GB short"
+    return spec
+
+
+def _offloaded(sized: Any) -> Any:
+    """``sized`` whose decode, prefill and KV pool are its offload's (bands scaled alike)."""
+    o = sized.offload
+    slow = np.asarray(o.expected_tokens_per_second) / np.asarray(sized.decode.expected_tokens_per_second)
+    decode = replace(sized.decode, tpot_seconds_expected=o.tpot_seconds_expected,
+                     expected_tokens_per_second=o.expected_tokens_per_second,
+                     band=(sized.decode.band[0] * slow, sized.decode.band[1] * slow),
+                     ceiling_tokens_per_second=o.ceiling_tokens_per_second, tpot_seconds_ceiling=o.tpot_seconds_ceiling)
+    longer = np.asarray(o.prefill_seconds_expected) / np.asarray(sized.prefill.seconds_expected)
+    prefill = replace(sized.prefill, seconds_expected=o.prefill_seconds_expected,
+                      band=(sized.prefill.band[0] * longer, sized.prefill.band[1] * longer))
+    return replace(sized, decode=decode, prefill=prefill, kv_pool_tokens=o.kv_pool_tokens)
 
 
 def _speculated(sized: Any) -> Any:
@@ -313,7 +351,7 @@ def _evaluate(s: _Sweep, key: _Key, swept: SimpleNamespace | None) -> Candidate 
 def candidates(
     record: catalog.Model, devices: Sequence[catalog.GPU], gpu_counts: Sequence[int], swept: Sequence[str],
     requested: bool, weights: Sequence[str | None], workload: Workload, slo: SLO, engine: str,
-    speculative: Any = None,
+    speculative: Any = None, offload: Any = None,
 ) -> tuple[list[Candidate], list[Dropped]]:
     """Every configuration that fits one request and is not ruled out by a latency floor, with its step table.
 
@@ -326,8 +364,8 @@ def candidates(
         first layout.
     requested : bool
         Whether the caller named the layouts (then pipeline layouts are swept on NVLink too).
-    workload, slo, engine, speculative
-        As for ``shortlist`` (with ``speculative`` every configuration takes one ``estimate``).
+    workload, slo, engine, speculative, offload
+        As for ``shortlist`` (with ``speculative`` or ``offload`` every configuration takes one ``estimate``).
 
     Returns
     -------
@@ -338,12 +376,14 @@ def candidates(
     nodes = serving.Lengths.of(workload)
     tokens, prompts = serving.step_axes(profile, float(nodes.prompt[-1]))
     s = _Sweep(record, workload, slo, engine, profile, {w: _weight_bytes(record, w) for w in weights},
-               tokens, prompts, float(nodes.prompt[0]), float(nodes.prompt[-1] + nodes.output[-1]), speculative)
+               tokens, prompts, float(nodes.prompt[0]), float(nodes.prompt[-1] + nodes.output[-1]), speculative,
+               offload)
     keys = [(device, w, count, layout) for device in devices for w in weights for count in gpu_counts
             for layout in (swept if count > 1 else swept[:1]) if _swept(layout, device, requested)]
     early = {key: _memory_screen(s, key[0], key[2], key[1]) or _floor_screen(s, key[0], key[2], key[3], key[1])
              for key in keys}
-    numbers = _swept_numbers(s, [key for key in keys if not early[key]]) if speculative is None else {}
+    plain = speculative is None and offload is None
+    numbers = _swept_numbers(s, [key for key in keys if not early[key]]) if plain else {}
     kept: list[Candidate] = []
     left: list[Dropped] = []
     for key in keys:

@@ -164,6 +164,7 @@ def shortlist(
     requests: int = 1000,
     seed: int = 0,
     speculative: Any = None,
+    offload: Any = None,
 ) -> Shortlist:
     r"""Rank the configurations that serve ``workload`` within ``slo`` by cost per token.
 
@@ -197,6 +198,9 @@ def shortlist(
     speculative : speculation.Speculative, optional
         Speculative decoding: every configuration decodes at its accepted-token rate
         (``Estimate.speculation``), so rows rank by the speculative throughput.
+    offload : offload.Offload, optional
+        CPU/RAM offload (one GPU per replica, ``gpusizer.offload``): configurations whose weights exceed the GPU
+        are kept with the split, and decode, prefill and the KV pool are the offloaded ones.
 
     Returns
     -------
@@ -228,7 +232,7 @@ def shortlist(
     devices = list({d.id: d for d in devices}.values())
     candidates, dropped = screen.candidates(record, devices, screen.counts(max_gpus), screen.layouts(layouts, record),
                                             layouts is not None, screen.precisions(record, weights), workload, slo,
-                                            engine, speculative)
+                                            engine, speculative, offload)
     rows: list[tuple[Row, Candidate]] = []
     for c in candidates:
         fast, slow = c.step.decode_band[0], c.step.prefill_band[0]
