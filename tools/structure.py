@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                  "gpusizer.interconnect", "gpusizer.parallel")),
     ("engine step", ("gpusizer.unpack", "gpusizer.step", "gpusizer.configuration", "gpusizer.passes",
                      "gpusizer.speculation")),
-    ("speed and estimate", ("gpusizer.measurement", "gpusizer.performance", "gpusizer.prefix_cache", "gpusizer.lora",
+    ("speed and estimate", ("gpusizer.measurement", "gpusizer.performance", "gpusizer.prefix_cache", "gpusizer.lora", "gpusizer.multimodal",
                             "gpusizer.estimator")),
     ("questions", ("gpusizer.layouts", "gpusizer.grid", "gpusizer.sweeper", "gpusizer.serving", "gpusizer.cost",
                    "gpusizer.shortlister", "gpusizer.calibration", "gpusizer.readers")),

@@ -18,6 +18,7 @@ from typing import Any
 
 from gpusizer import architecture, catalog, engines, precision, units
 from gpusizer.commands import common
+from gpusizer.commands import images as imaging
 from gpusizer.commands import lora as adapting
 from gpusizer.commands import prefix as prefixing
 from gpusizer.commands import speculative as speculating
@@ -91,6 +92,7 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--calibration", type=Path, help="your calibration (gpusizer calibrate ... -o my.toml)")
     speculating.add_arguments(fit)
     prefixing.add_arguments(fit)
+    imaging.add_arguments(fit)
     adapting.add_arguments(fit)
     fit.set_defaults(handler=_fit)
 
@@ -323,7 +325,7 @@ def _fit(args: argparse.Namespace) -> str:
     layout, note = common.choose_layout(record, args.gpu, args.gpus, args.layout, options)
     speculative = speculating.speculative(args)
     result = estimate(record, args.gpu, gpus=args.gpus, layout=layout, speculative=speculative,
-                      prefix=prefixing.prefix(args), lora=adapting.lora(args), **options)
+                      prefix=prefixing.prefix(args), lora=adapting.lora(args), images=imaging.images(args), **options)
     if args.json:
         data = {"schema_version": common.SCHEMA_VERSION, **fit_json(result), "layout_choice": note}
         if result.speculation is not None:
@@ -331,7 +333,7 @@ def _fit(args: argparse.Namespace) -> str:
         return common.json_text(data)
     text = fit_text(result, catalog.gpu(result.gpu), record, layout_note=note)
     parts = ((result.speculation, speculating.text), (result.prefix_cache, prefixing.text),
-             (result.lora, adapting.text))
+             (result.lora, adapting.text), (result.images, imaging.text))
     return "\n".join([text, *(show(result) for value, show in parts if value is not None)])
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from gpusizer import catalog, checks, efficiency, engines, memory, parallel, performance, speculation, unpack
+from gpusizer import catalog, checks, efficiency, engines, memory, multimodal, parallel, performance, speculation, unpack
 from gpusizer import lora as adapters
 from gpusizer import prefix_cache as caching
 from gpusizer.checks import cache_by_identity, instance, integer_array, plain, scalar_or_array
@@ -133,13 +133,16 @@ class Estimate(Presented):
     prefix_cache: caching.PrefixCache | None = None
     """Prefix caching (``estimate(..., prefix=...)``; ``gpusizer.prefix_cache``); None when off."""
     lora: adapters.Adapters | None = None
+    images: multimodal.ImageLoad | None = None
+    """Images in every request (``estimate(..., images=...)``; ``gpusizer.multimodal``): their tokens are in
+    ``context``, the KV cache, ``max_concurrency`` and ``prefill``; the encoder time and TTFT with it are here."""
     """LoRA adapters (``estimate(..., lora=...)``; ``gpusizer.lora``); None when off."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict; arrays become lists, sizes in bytes become integers; ``speculation``, ``prefix_cache``
         and ``lora`` only when on."""
         data = plain(asdict(self))
-        for name in ("speculation", "prefix_cache", "lora"):
+        for name in ("speculation", "prefix_cache", "lora", "images"):
             if getattr(self, name) is None:
                 del data[name]
         return data
@@ -169,6 +172,7 @@ def estimate(
     speculative: speculation.Speculative | None = None,
     prefix: caching.PrefixCaching | None = None,
     lora: adapters.LoRA | None = None,
+    images: multimodal.Images | None = None,
 ) -> Estimate:
     """Size one model on one GPU type: memory per GPU, fit, KV pool and its limits.
 
@@ -212,6 +216,11 @@ def estimate(
     lora : lora.LoRA, optional
         LoRA adapters served with the model (``gpusizer.lora``): ``Estimate.lora`` then holds the engine's
         adapter buffers per GPU, the KV pool left, and the decode step with the adapters' kernels.
+    images : multimodal.Images, optional
+        Images (or a video) in every request to a vision-language model (``gpusizer.multimodal``): their tokens
+        by the model's published rule are added to ``context`` (and to ``prompt`` when given), hence to the KV
+        cache, ``max_concurrency`` and the prefill; ``Estimate.images`` holds the tokens, the encoder's FLOPs and
+        seconds, the TTFT with the encoder, and the vision weights.
 
     Returns
     -------
@@ -249,6 +258,11 @@ def estimate(
     ctx = number(integer_array(context, "context", minimum=1, maximum=checks.MAX_TOKENS))
     users = number(integer_array(concurrency, "concurrency", minimum=1))
     asked = None if prompt is None else number(integer_array(prompt, "prompt", minimum=1, maximum=checks.MAX_TOKENS))
+    if images is not None:
+        instance(images, "images", multimodal.Images)
+        rule, image_tokens, patches = multimodal.image_tokens(record, images)
+        ctx = ctx + image_tokens
+        asked = None if asked is None else asked + image_tokens
     profile = engines.engine(engine)
     plan = parallel.layout(layout, count)
     parallel.check(plan, record, heads=False)
@@ -272,6 +286,8 @@ def estimate(
     adapted = None if lora is None else adapters.adapt(
         record, device, w, experts, kv_name, count, profile, plan, table, scale_out_bandwidth(system), ctx, users,
         lora, decode, numbers, sizes)
+    shown = None if images is None else multimodal.encode(
+        record, images, rule, image_tokens, patches, prefill, numbers.act_bpe)
     return Estimate(
         model=record.id,
         gpu=device.id,
@@ -291,6 +307,7 @@ def estimate(
         speculation=speculated,
         prefix_cache=cached,
         lora=adapted,
+        images=shown,
     )
 
 
