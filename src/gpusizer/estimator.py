@@ -14,7 +14,18 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from gpusizer import catalog, checks, efficiency, engines, memory, multimodal, parallel, performance, speculation, unpack
+from gpusizer import (
+    catalog,
+    checks,
+    efficiency,
+    engines,
+    memory,
+    multimodal,
+    parallel,
+    performance,
+    speculation,
+    unpack,
+)
 from gpusizer import lora as adapters
 from gpusizer import prefix_cache as caching
 from gpusizer.checks import cache_by_identity, instance, integer_array, plain, scalar_or_array
@@ -258,11 +269,8 @@ def estimate(
     ctx = number(integer_array(context, "context", minimum=1, maximum=checks.MAX_TOKENS))
     users = number(integer_array(concurrency, "concurrency", minimum=1))
     asked = None if prompt is None else number(integer_array(prompt, "prompt", minimum=1, maximum=checks.MAX_TOKENS))
-    if images is not None:
-        instance(images, "images", multimodal.Images)
-        rule, image_tokens, patches = multimodal.image_tokens(record, images)
-        ctx = ctx + image_tokens
-        asked = None if asked is None else asked + image_tokens
+    shown = _shown(record, images)
+    ctx, asked = ctx + shown[1], None if asked is None else asked + shown[1]
     profile = engines.engine(engine)
     plan = parallel.layout(layout, count)
     parallel.check(plan, record, heads=False)
@@ -286,8 +294,6 @@ def estimate(
     adapted = None if lora is None else adapters.adapt(
         record, device, w, experts, kv_name, count, profile, plan, table, scale_out_bandwidth(system), ctx, users,
         lora, decode, numbers, sizes)
-    shown = None if images is None else multimodal.encode(
-        record, images, rule, image_tokens, patches, prefill, numbers.act_bpe)
     return Estimate(
         model=record.id,
         gpu=device.id,
@@ -307,8 +313,16 @@ def estimate(
         speculation=speculated,
         prefix_cache=cached,
         lora=adapted,
-        images=shown,
+        images=None if images is None else multimodal.encode(record, images, *shown, prefill, numbers.act_bpe),
     )
+
+
+def _shown(record: catalog.Model, images: Any) -> tuple[str, float, float]:
+    """The rule, tokens and patches of ``images`` per request (none without them)."""
+    if images is None:
+        return "none", 0.0, 0.0
+    instance(images, "images", multimodal.Images)
+    return multimodal.image_tokens(record, images)
 
 
 def _system(target: Any) -> catalog.System | None:

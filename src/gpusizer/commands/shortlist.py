@@ -14,8 +14,8 @@ import math
 from typing import Any
 
 from gpusizer.commands import common
-from gpusizer.commands import prefix as prefixing
 from gpusizer.commands import images as imaging
+from gpusizer.commands import prefix as prefixing
 from gpusizer.commands import speculative as speculating
 
 __all__ = ["register", "text"]
