@@ -39,6 +39,7 @@ EXAMPLES = {
     "fit": "gpusizer fit llama-3.1-70b h200 --weights fp8 --kv-cache fp8 --context 32k --concurrency 16\n"
            "gpusizer fit deepseek-v3 hgx-h200-8x --context 16k --concurrency 32\n"
            "gpusizer fit llama-3.1-8b h100 --concurrency 16 --prefix-cache 0.6 --shared-prefix 4k --lora 4:r16\n"
+           "gpusizer fit gemma-3-27b h100 --context 16k --images 2 --image-size 1024x768\n"
            "gpusizer fit ./my-checkpoint/ l40s --engine llama.cpp --json",
     "gpus": "gpusizer gpus\ngpusizer gpus --json",
     "systems": "gpusizer systems\ngpusizer fit deepseek-r1 gb300-nvl72",
