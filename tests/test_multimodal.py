@@ -142,3 +142,39 @@ def test_cli_fit_images_text_and_errors(capsys: pytest.CaptureFixture[str]) -> N
     assert "256 image tokens" in capsys.readouterr().out
     assert main(["fit", "gemma-3-4b", "l4", "--image-size", "800x600"]) != 0
     assert "--image-size needs --images" in capsys.readouterr().err
+
+
+def test_qwen25_vl_7b_parameters_match_published() -> None:
+    # Hugging Face page of Qwen/Qwen2.5-VL-7B-Instruct: 8.29B params (safetensors, checked 2026-12-03).
+    # By hand, w 1280, f 3420, 32 blocks, merge 2, out 3584: Conv3d 3 x 2 x 14^2 x 1280 = 1,505,280; a block
+    # 2 x 1280 (RMSNorms) + 4 x (1280^2 + 1280) (qkv, proj) + 3 x 1280 x 3420 + 2 x 3420 + 1280 (gated MLP)
+    # = 19,702,200, x 32 = 630,470,400; merger 1280 + 5120^2 + 5120 + 5120 x 3584 + 3584 = 44,574,464;
+    # vision 676,550,144; text (Qwen2.5-7B, untied) 7,615,616,512; total 8,292,166,656.
+    model = catalog.model("qwen2.5-vl-7b")
+    counts = architecture.parameter_counts(model)
+    assert counts.vision == 676_550_144
+    assert counts.total == 8_292_166_656
+    assert counts.total == pytest.approx(8.29e9, rel=0.01)
+
+
+def test_qwen25_vl_7b_images_and_video() -> None:
+    # 1024x768 -> 999 tokens, 3996 patches (images.qwen_tokens); 2 images: 1998 tokens.
+    e = estimate("qwen2.5-vl-7b", "l40s", context=16_384, images=Images(count=2, width=1024, height=768))
+    assert e.images is not None and e.images.rule == "qwen"
+    assert e.images.image_tokens_per_request == 1998.0
+    # Gated ViT: 2 x 32 x [2 x 3996 x (4 x 1280^2 + 3 x 1280 x 3420) + 4 x 3996^2 x 1280]
+    # = 2 x 32 x (157,333,708,800 + 81,756,241,920) = 15,301,756,846,080 FLOP (7.65 TFLOP an image).
+    assert e.images.encoder_flops == pytest.approx(15_301_756_846_080)
+    # 32 frames of 640x360 -> 364 x 644 px: 26 x 46 = 1196 patches a frame group, 16 groups: 19,136 patches, 4784
+    # tokens; attention within each group of 1196 patches.
+    video = estimate("qwen2.5-vl-7b", "l40s", context=16_384, images=Images(count=1, width=640, height=360, frames=32))
+    assert video.images is not None
+    assert video.images.image_tokens_per_request == 4784.0
+    assert video.images.encoder_flops == pytest.approx(16 * 32 * (2 * 1196 * (4 * 1280**2 + 3 * 1280 * 3420)
+                                                                  + 4 * 1196**2 * 1280))
+
+
+def test_cli_fit_video_frames(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["fit", "qwen2.5-vl-7b", "l40s", "--video-frames", "32", "--image-size", "640x360", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["images"]["image_tokens_per_request"] == 4784.0
