@@ -253,10 +253,7 @@ def vit_params(vision: Vision) -> int:
     -----
     Patch embedding :math:`C p^2 w + w`, one position embedding per patch (and class token),
     per layer attention :math:`4(w^2 + w)`, MLP :math:`2 w f + f + w` and two LayerNorms :math:`4w`;
-    a final LayerNorm :math:`2w`. A. Dosovitskiy et al., arXiv:2010.11929. Qwen2.5-VL's tower: a Conv3d
-    patch embedding :math:`C t p^2 w` without bias or position embeddings, a gated MLP :math:`3wf + 2f + w`,
-    RMSNorms :math:`w`, no final norm (huggingface/transformers,
-    src/transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py, ``Qwen2_5_VisionTransformerPretrainedModel``).
+    a final LayerNorm :math:`2w` (arXiv:2010.11929). Qwen2.5-VL: :math:`C t p^2 w` patches, gated MLP :math:`3wf+2f+w`.
 
     Examples
     --------
@@ -269,8 +266,7 @@ def vit_params(vision: Vision) -> int:
     patches = ((v.image_size // v.patch_size) ** 2 + v.class_token) * v.position_embeddings
     embed = v.num_channels * v.temporal_patch_size * v.patch_size**2 * w + w * v.patch_bias + patches * w
     mlp = 3 * w * f + 2 * f + w if v.gated_mlp else 2 * w * f + f + w
-    layer = 4 * (w * w + w) + mlp + 2 * norm_params(w, v.norm)
-    final = norm_params(w, v.norm) * v.final_norm
+    layer, final = 4 * (w * w + w) + mlp + 2 * norm_params(w, v.norm), norm_params(w, v.norm) * v.final_norm
     return embed + w * v.class_token + v.num_layers * layer + final + v.projector_params
 
 
