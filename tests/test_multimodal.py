@@ -3,6 +3,7 @@ text-only estimate of the same length, the vision weights against Gemma 3's publ
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -178,3 +179,13 @@ def test_cli_fit_video_frames(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["fit", "qwen2.5-vl-7b", "l40s", "--video-frames", "32", "--image-size", "640x360", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["images"]["image_tokens_per_request"] == 4784.0
+
+
+def test_unknown_matrix_rate_leaves_expected_none() -> None:
+    # A prefill without a published matrix rate has seconds_expected None (prefill.unknown): so have the expected
+    # encoder time and TTFT; the ceilings remain.
+    e = estimate("gemma-3-4b", "l4", context=4096, images=Images(count=1))
+    blind = dataclasses.replace(e.prefill, seconds_expected=None, ttft_seconds_expected=None)
+    load = multimodal.encode(catalog.model("gemma-3-4b"), Images(count=1), "gemma3", 256.0, 4096.0, blind, 2.0)
+    assert load.encoder_seconds_expected is None and load.ttft_seconds_expected is None
+    assert load.ttft_seconds_ceiling > e.prefill.ttft_seconds_ceiling

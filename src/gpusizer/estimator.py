@@ -270,7 +270,8 @@ def estimate(
     users = number(integer_array(concurrency, "concurrency", minimum=1))
     asked = None if prompt is None else number(integer_array(prompt, "prompt", minimum=1, maximum=checks.MAX_TOKENS))
     shown = _shown(record, images)
-    ctx, asked = ctx + shown[1], None if asked is None else asked + shown[1]
+    if shown[1]:  # whole tokens: the context stays an integer
+        ctx, asked = ctx + int(shown[1]), None if asked is None else asked + int(shown[1])
     profile = engines.engine(engine)
     plan = parallel.layout(layout, count)
     parallel.check(plan, record, heads=False)

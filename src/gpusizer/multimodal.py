@@ -71,7 +71,8 @@ class ImageLoad:
     """The vision encoder's forward pass over them (``images.encoder_flops``). [FLOP]"""
     encoder_seconds_ceiling: Any
     encoder_seconds_expected: Any
-    """Encoder time at the prefill's ceiling and expected FLOP rates (``encoder_seconds``). [s]"""
+    """Encoder time at the prefill's ceiling and expected FLOP rates (``encoder_seconds``); expected None where
+    the prefill's is (``prefill.unknown``). [s]"""
     ttft_seconds_ceiling: Any
     ttft_seconds_expected: Any
     """Time to first token: the encoder, then the prefill of the prompt with its image tokens. [s]"""
@@ -142,11 +143,13 @@ def encode(model: catalog.Model, shown: Images, rule: str, tokens: float, patche
                                               vision.num_layers, gated=vision.gated_mlp)
         weights = architecture.vit_params(vision) * act_bpe
     ceiling = encoder_seconds(flops, prefill.flops, prefill.seconds_ceiling)
-    expected = encoder_seconds(flops, prefill.flops, prefill.seconds_expected)
+    known = prefill.seconds_expected is not None  # None where the GPU's matrix rate is unpublished (prefill.unknown)
+    expected = encoder_seconds(flops, prefill.flops, prefill.seconds_expected) if known else None
     return ImageLoad(
         rule=rule, count=shown.count, image_tokens_per_request=tokens, patches_per_request=patches,
         encoder_flops=flops, encoder_seconds_ceiling=ceiling, encoder_seconds_expected=expected,
         ttft_seconds_ceiling=scalar_or_array(number(prefill.ttft_seconds_ceiling) + number(ceiling)),
-        ttft_seconds_expected=scalar_or_array(number(prefill.ttft_seconds_expected) + number(expected)),
+        ttft_seconds_expected=scalar_or_array(number(prefill.ttft_seconds_expected) + number(expected))
+        if known else None,
         vision_weights_bytes=float(weights),
     )
