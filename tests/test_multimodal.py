@@ -189,3 +189,17 @@ def test_unknown_matrix_rate_leaves_expected_none() -> None:
     load = multimodal.encode(catalog.model("gemma-3-4b"), Images(count=1), "gemma3", 256.0, 4096.0, blind, 2.0)
     assert load.encoder_seconds_expected is None and load.ttft_seconds_expected is None
     assert load.ttft_seconds_ceiling > e.prefill.ttft_seconds_ceiling
+
+
+def test_shortlist_workload_gets_the_image_tokens() -> None:
+    import argparse
+
+    from gpusizer.commands import images as imaging
+    from gpusizer.serving import Workload
+
+    traffic = Workload(rate=2, prompt_tokens=2048, output_tokens=256)
+    args = argparse.Namespace(images=2, image_size=(1024, 768), video_frames=None)
+    # Gemma 3: 2 x 256 tokens on the mean prompt, 2048 + 512 = 2560.
+    assert imaging.workload(args, catalog.model("gemma-3-27b"), traffic).prompt_tokens == 2560
+    none = argparse.Namespace(images=None, image_size=None, video_frames=None)
+    assert imaging.workload(none, catalog.model("gemma-3-27b"), traffic) is traffic
