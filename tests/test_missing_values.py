@@ -31,7 +31,7 @@ NEEDS_RATE = {"prefill.seconds_expected", "prefill.band.0", "prefill.band.1", "p
 #: Fields that are None by design: no separate expert precision, no reason when nothing is missing, no
 #: speculation, prefix caching or LoRA unless asked for (and no note when its break-even needs none).
 OPTIONAL = {"expert_weights", "prefill.unknown", "speculation", "speculation.break_even_note", "prefix_cache", "lora",
-            "offload"}
+            "offload", "images"}
 
 
 def leaves(value, path=""):

@@ -16,7 +16,7 @@ Published conventions (``[model.published]``):
 * ``exact`` is true when every published figure is a count to at least three significant digits
   (Gemma 2/3 tables, gpt-oss Table 1, the Qwen cards' 7.61B-style figures, the Llama 3.2 card's
   1.23B/3.21B, Mixtral's 46.7B/12.9B), false for labels such as "70B", "8.2B" or "235B".
-* ``includes_vision`` is true for Gemma 3 and Llama 4, whose totals count the vision encoder.
+* ``includes_vision`` is true for Gemma 3, Llama 4 and Qwen2.5-VL, whose totals count the vision encoder.
 * ``includes_mtp`` is false except for DeepSeek-V3.2 (``WITH_MTP``), whose only published count is the
   Hugging Face page's 685.4B of every stored tensor; DeepSeek's 671B excludes the 14B MTP module (README), and
   GLM-4.5-Air's 106B matches the count without its MTP layer (106.9B vs 109.2B with it).
@@ -62,7 +62,7 @@ EXACT = {
 #: Models whose published total counts the MTP module (DeepSeek-V3.2's Hugging Face count of its safetensors).
 WITH_MTP = {"deepseek-v3.2"}
 #: Families whose published total counts the vision encoder.
-WITH_VISION = {"Gemma 3", "Llama 4"}
+WITH_VISION = {"Gemma 3", "Llama 4", "Qwen2.5-VL"}
 #: Active-parameter conventions stated by the publisher: (embedding counted, head counted).
 ACTIVE_CONVENTION = {"gpt-oss": (False, True), "DeepSeek-V3": (True, True)}
 #: Conventions the publisher does not state, inferred because only they reproduce the published

@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("engine step", ("gpusizer.unpack", "gpusizer.step", "gpusizer.configuration", "gpusizer.passes",
                      "gpusizer.speculation")),
     ("speed and estimate", ("gpusizer.measurement", "gpusizer.performance", "gpusizer.prefix_cache", "gpusizer.lora",
-                            "gpusizer.offload",
+                            "gpusizer.offload", "gpusizer.multimodal",
                             "gpusizer.estimator")),
     ("questions", ("gpusizer.layouts", "gpusizer.grid", "gpusizer.sweeper", "gpusizer.serving", "gpusizer.cost",
                    "gpusizer.shortlister", "gpusizer.calibration", "gpusizer.readers")),

@@ -253,7 +253,7 @@ def vit_params(vision: Vision) -> int:
     -----
     Patch embedding :math:`C p^2 w + w`, one position embedding per patch (and class token),
     per layer attention :math:`4(w^2 + w)`, MLP :math:`2 w f + f + w` and two LayerNorms :math:`4w`;
-    a final LayerNorm :math:`2w`. A. Dosovitskiy et al., arXiv:2010.11929.
+    a final LayerNorm :math:`2w` (arXiv:2010.11929). Qwen2.5-VL: :math:`C t p^2 w` patches, gated MLP :math:`3wf+2f+w`.
 
     Examples
     --------
@@ -262,11 +262,12 @@ def vit_params(vision: Vision) -> int:
     ...                   patch_size=14, image_size=896))  # SigLIP-So400m in Gemma 3: 417M published
     416866032
     """
-    w, f = vision.hidden_size, vision.intermediate_size
-    patches = (vision.image_size // vision.patch_size) ** 2 + vision.class_token
-    embed = vision.num_channels * vision.patch_size**2 * w + w + patches * w + w * vision.class_token
-    layer = 4 * (w * w + w) + 2 * w * f + f + w + 4 * w
-    return embed + vision.num_layers * layer + 2 * w + vision.projector_params
+    v, w, f = vision, vision.hidden_size, vision.intermediate_size
+    patches = ((v.image_size // v.patch_size) ** 2 + v.class_token) * v.position_embeddings
+    embed = v.num_channels * v.temporal_patch_size * v.patch_size**2 * w + w * v.patch_bias + patches * w
+    mlp = 3 * w * f + 2 * f + w if v.gated_mlp else 2 * w * f + f + w
+    layer, final = 4 * (w * w + w) + mlp + 2 * norm_params(w, v.norm), norm_params(w, v.norm) * v.final_norm
+    return embed + w * v.class_token + v.num_layers * layer + final + v.projector_params
 
 
 class ParameterCounts(NamedTuple):

@@ -18,6 +18,7 @@ from typing import Any
 
 from gpusizer import architecture, catalog, engines, precision, units
 from gpusizer.commands import common
+from gpusizer.commands import images as imaging
 from gpusizer.commands import lora as adapting
 from gpusizer.commands import offload as offloading
 from gpusizer.commands import prefix as prefixing
@@ -40,6 +41,7 @@ EXAMPLES = {
            "gpusizer fit deepseek-v3 hgx-h200-8x --context 16k --concurrency 32\n"
            "gpusizer fit llama-3.1-8b h100 --concurrency 16 --prefix-cache 0.6 --shared-prefix 4k --lora 4:r16\n"
            "gpusizer fit llama-3.1-70b rtx-4090 --weights q4_k_m --engine llama.cpp --offload auto\n"
+           "gpusizer fit gemma-3-27b h100 --context 16k --images 2 --image-size 1024x768\n"
            "gpusizer fit ./my-checkpoint/ l40s --engine llama.cpp --json",
     "gpus": "gpusizer gpus\ngpusizer gpus --json",
     "systems": "gpusizer systems\ngpusizer fit deepseek-r1 gb300-nvl72",
@@ -93,6 +95,7 @@ def _parser() -> argparse.ArgumentParser:
     fit.add_argument("--calibration", type=Path, help="your calibration (gpusizer calibrate ... -o my.toml)")
     speculating.add_arguments(fit)
     prefixing.add_arguments(fit)
+    imaging.add_arguments(fit)
     adapting.add_arguments(fit)
     offloading.add_arguments(fit)
     fit.set_defaults(handler=_fit)
@@ -327,7 +330,7 @@ def _fit(args: argparse.Namespace) -> str:
     speculative = speculating.speculative(args)
     result = estimate(record, args.gpu, gpus=args.gpus, layout=layout, speculative=speculative,
                       prefix=prefixing.prefix(args), lora=adapting.lora(args), offload=offloading.offload(args),
-                      **options)
+                      images=imaging.images(args), **options)
     if args.json:
         data = {"schema_version": common.SCHEMA_VERSION, **fit_json(result), "layout_choice": note}
         if result.speculation is not None:
@@ -335,7 +338,7 @@ def _fit(args: argparse.Namespace) -> str:
         return common.json_text(data)
     text = fit_text(result, catalog.gpu(result.gpu), record, layout_note=note)
     parts = ((result.speculation, speculating.text), (result.prefix_cache, prefixing.text),
-             (result.lora, adapting.text), (result.offload, offloading.text))
+             (result.lora, adapting.text), (result.offload, offloading.text), (result.images, imaging.text))
     return "\n".join([text, *(show(result) for value, show in parts if value is not None)])
 
 

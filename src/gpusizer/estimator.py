@@ -14,7 +14,18 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from gpusizer import catalog, checks, efficiency, engines, memory, parallel, performance, speculation, unpack
+from gpusizer import (
+    catalog,
+    checks,
+    efficiency,
+    engines,
+    memory,
+    multimodal,
+    parallel,
+    performance,
+    speculation,
+    unpack,
+)
 from gpusizer import lora as adapters
 from gpusizer import offload as offloading
 from gpusizer import prefix_cache as caching
@@ -134,6 +145,9 @@ class Estimate(Presented):
     prefix_cache: caching.PrefixCache | None = None
     """Prefix caching (``estimate(..., prefix=...)``; ``gpusizer.prefix_cache``); None when off."""
     lora: adapters.Adapters | None = None
+    images: multimodal.ImageLoad | None = None
+    """Images in every request (``estimate(..., images=...)``; ``gpusizer.multimodal``): their tokens are in
+    ``context``, the KV cache, ``max_concurrency`` and ``prefill``; the encoder time and TTFT with it are here."""
     """LoRA adapters (``estimate(..., lora=...)``; ``gpusizer.lora``); None when off."""
     offload: offloading.Offloaded | None = None
     """CPU/RAM offload (``estimate(..., offload=...)``; ``gpusizer.offload``); None when off."""
@@ -142,7 +156,7 @@ class Estimate(Presented):
         """Plain nested dict; arrays become lists, sizes in bytes become integers; ``speculation``, ``prefix_cache``
         ``lora`` and ``offload`` only when on."""
         data = plain(asdict(self))
-        for name in ("speculation", "prefix_cache", "lora", "offload"):
+        for name in ("speculation", "prefix_cache", "lora", "offload", "images"):
             if getattr(self, name) is None:
                 del data[name]
         return data
@@ -173,6 +187,7 @@ def estimate(
     prefix: caching.PrefixCaching | None = None,
     lora: adapters.LoRA | None = None,
     offload: offloading.Offload | None = None,
+    images: multimodal.Images | None = None,
 ) -> Estimate:
     """Size one model on one GPU type: memory per GPU, fit, KV pool and its limits.
 
@@ -220,6 +235,11 @@ def estimate(
         Weights in system RAM (llama.cpp ``-ngl``/``--n-cpu-moe``, vLLM ``--cpu-offload-gb``, ``gpusizer.offload``):
         ``Estimate.offload`` then holds the GPU/host split, the GPU's fit with it and the decode step bounded by
         the host's memory bandwidth or PCIe; ``fits``, ``memory`` and ``decode`` stay those without offload.
+    images : multimodal.Images, optional
+        Images (or a video) in every request to a vision-language model (``gpusizer.multimodal``): their tokens
+        by the model's published rule are added to ``context`` (and to ``prompt`` when given), hence to the KV
+        cache, ``max_concurrency`` and the prefill; ``Estimate.images`` holds the tokens, the encoder's FLOPs and
+        seconds, the TTFT with the encoder, and the vision weights.
 
     Returns
     -------
@@ -257,6 +277,9 @@ def estimate(
     ctx = number(integer_array(context, "context", minimum=1, maximum=checks.MAX_TOKENS))
     users = number(integer_array(concurrency, "concurrency", minimum=1))
     asked = None if prompt is None else number(integer_array(prompt, "prompt", minimum=1, maximum=checks.MAX_TOKENS))
+    shown = _shown(record, images)
+    if shown[1]:  # whole tokens: the context stays an integer
+        ctx, asked = ctx + int(shown[1]), None if asked is None else asked + int(shown[1])
     profile = engines.engine(engine)
     plan = parallel.layout(layout, count)
     parallel.check(plan, record, heads=False)
@@ -302,7 +325,16 @@ def estimate(
         prefix_cache=cached,
         lora=adapted,
         offload=offloaded,
+        images=None if images is None else multimodal.encode(record, images, *shown, prefill, numbers.act_bpe),
     )
+
+
+def _shown(record: catalog.Model, images: Any) -> tuple[str, float, float]:
+    """The rule, tokens and patches of ``images`` per request (none without them)."""
+    if images is None:
+        return "none", 0.0, 0.0
+    instance(images, "images", multimodal.Images)
+    return multimodal.image_tokens(record, images)
 
 
 def _system(target: Any) -> catalog.System | None:

@@ -310,6 +310,18 @@ class Vision(Record):
     class_token: bool = False
     projector_params: NonNegativeInt = 0
     """Parameters of the vision-to-text projector, computed by the importer from its shapes."""
+    gated_mlp: bool = False
+    """Gated MLP (three matrices, with biases: Qwen2.5-VL) rather than two."""
+    norm: Literal["layer", "rms"] = "layer"
+    """LayerNorm (weight and bias) or RMSNorm (weight) in each block."""
+    temporal_patch_size: PositiveInt = 1
+    """Frames per patch of the patch embedding (Qwen-VL's Conv3d: 2)."""
+    position_embeddings: bool = True
+    """A learned embedding per patch position (SigLIP, Llama 4); False for rotary towers (Qwen2.5-VL)."""
+    patch_bias: bool = True
+    """Bias of the patch embedding."""
+    final_norm: bool = True
+    """A LayerNorm after the last block (Qwen2.5-VL's sits in the merger, counted in ``projector_params``)."""
 
 
 class Published(Record):

@@ -15,6 +15,7 @@ from typing import Any
 
 from gpusizer.commands import common
 from gpusizer.commands import offload as offloading
+from gpusizer.commands import images as imaging
 from gpusizer.commands import prefix as prefixing
 from gpusizer.commands import speculative as speculating
 
@@ -102,6 +103,7 @@ def register(commands: Any) -> None:
     speculating.add_arguments(parser)
     prefixing.add_arguments(parser, sessions=True)
     offloading.add_arguments(parser)
+    imaging.add_arguments(parser)
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--json", action="store_true", help="every row as JSON")
     output.add_argument("--csv", action="store_true", help="every row as CSV")
@@ -115,7 +117,7 @@ def _shortlist(args: argparse.Namespace) -> str:
     for item in args.price:
         prices.update(item)
     workload, slo = common.service(args, args.rate)
-    workload = prefixing.workload(args, workload)
+    workload = imaging.workload(args, common.model(args.model), prefixing.workload(args, workload))
     if slo is None:
         raise common.CommandError("shortlist needs at least one latency target: --ttft-p95, --tpot-p95 or --e2e-p95")
     table = shortlist(common.model(args.model), workload, slo, gpus=args.gpus, max_gpus=args.max_gpus,

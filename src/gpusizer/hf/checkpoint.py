@@ -68,6 +68,8 @@ def _fields(top: Section, hf_quant: Section | None) -> Fields:
     inner = top.section("text_config")
     if inner is not None:
         model_type = inner.text("model_type") or (wrapper[0] if wrapper else None)
+    if wrapper is not None and model_type not in ARCHITECTURES:  # qwen2_5_vl(_text): its text model is qwen2
+        model_type = wrapper[0]
     text = Section((inner or top).data, (inner or top).where, top.notes, DEFAULTS.get(model_type or "", {}))
     build = ARCHITECTURES.get(model_type or "")
     if build is None:
@@ -78,7 +80,7 @@ def _fields(top: Section, hf_quant: Section | None) -> Fields:
         )
         build = generic
     fields = build(text)
-    vision = top.section("vision_config") if inner is not None else None
+    vision = top.section("vision_config") if inner is not None or wrapper is not None else None
     if vision is not None:
         if wrapper is None:
             top.notes.append(f"vision tower of {top.text('model_type')!r} not counted (vision_config ignored)")

@@ -1,4 +1,4 @@
-"""Vision towers of multimodal wrappers (Gemma 3 SigLIP, Llama 4, Mistral 3 Pixtral) as ``Vision`` records.
+"""Vision towers of multimodal wrappers (Gemma 3 SigLIP, Llama 4, Mistral 3 Pixtral, Qwen2.5-VL) as ``Vision`` records.
 
 ``WRAPPERS`` maps a wrapper ``model_type`` to its text ``model_type`` and its vision reader; the
 projector parameter counts are given in each reader's docstring and in ``gpusizer.hf``.
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from gpusizer.catalog import Vision
 from gpusizer.hf.section import Section
 
-__all__ = ["WRAPPERS", "llama4_vision", "pixtral", "siglip"]
+__all__ = ["WRAPPERS", "llama4_vision", "pixtral", "qwen25_vl", "siglip"]
 
 
 def _vit(vision: Section, *, class_token: bool, projector: int) -> Vision:
@@ -60,9 +60,39 @@ def pixtral(vision: Section, top: Section, text_hidden: int) -> Vision:
     return _vit(vision, class_token=False, projector=projector)
 
 
+def qwen25_vl(vision: Section, top: Section, text_hidden: int) -> Vision:
+    """Qwen2.5-VL: rotary ViT (Conv3d patches, no bias; RMSNorm; gated MLP with biases) and a merger of RMSNorm
+    (w) + Linear (w m^2 x w m^2, bias) + Linear (w m^2 x ``out_hidden_size``, bias).
+
+    huggingface/transformers, src/transformers/models/qwen2_5_vl/modeling_qwen2_5_vl.py
+    (``Qwen2_5_VisionPatchEmbed``, ``Qwen2_5_VLVisionBlock``, ``Qwen2_5_VLPatchMerger``). The tower has no fixed
+    input size: ``image_size`` is set to one patch (it sizes only position embeddings, which it has none of).
+    """
+    vision.require("depth", "hidden_size", "intermediate_size", "patch_size", "out_hidden_size")
+    width, patch = vision.integer("hidden_size", "hidden"), vision.integer("patch_size", "small")
+    merged = width * vision.integer("spatial_merge_size", "small", default=2) ** 2
+    out = vision.integer("out_hidden_size", "hidden")
+    return Vision(
+        hidden_size=width,
+        num_layers=vision.integer("depth", "layers"),
+        intermediate_size=vision.integer("intermediate_size", "ffn"),
+        patch_size=patch,
+        image_size=patch,
+        num_channels=vision.integer("in_channels", "small", default=3),
+        projector_params=width + merged * merged + merged + merged * out + out,
+        gated_mlp=True,
+        norm="rms",
+        temporal_patch_size=vision.integer("temporal_patch_size", "small", default=2),
+        position_embeddings=False,
+        patch_bias=False,
+        final_norm=False,
+    )
+
+
 #: Multimodal wrappers: text model_type and vision reader.
 WRAPPERS: dict[str, tuple[str, Callable[[Section, Section, int], Vision]]] = {
     "gemma3": ("gemma3_text", siglip),
     "llama4": ("llama4_text", llama4_vision),
     "mistral3": ("mistral", pixtral),
+    "qwen2_5_vl": ("qwen2", qwen25_vl),
 }

@@ -1,0 +1,155 @@
+r"""Images and video frames in a request to a vision-language model: their tokens and encoder work.
+
+``Images`` (a record: how many images, their size, video frames) is what ``estimate(..., images=...)``
+takes. ``image_tokens`` applies the model family's published token rule (``gpusizer.images``) to the
+model's vision tower; the estimator adds those tokens to every sequence's context and to the prompt, so
+that the KV cache, the maximum concurrency, the prefill and the time to first token all hold them;
+``encode`` then adds the vision encoder's forward pass at the prefill's achieved FLOP rate. The rules:
+
+* Gemma 3: a fixed 256 tokens per image (``mm_tokens_per_image``) from 896x896 px (4096 SigLIP patches),
+  whatever the image size; pan-and-scan crops (off by default) are not modelled.
+* Qwen2-VL / Qwen2.5-VL (14 px patches) and Qwen3-VL (16 px): ``images.qwen_tokens``, 2x2 merge,
+  video frames in temporal patches of 2.
+* Mistral 3 / Pixtral: ``images.pixtral_tokens`` (rows of merged patches plus a break per row).
+
+Families without a published rule here (Llama 4's tiles) raise ``ValueError`` rather than guess.
+
+References
+----------
+.. [1] google/gemma-3-27b-it, config.json ``mm_tokens_per_image`` 256 and processor_config.json
+   ``image_seq_length`` 256 (https://huggingface.co/google/gemma-3-27b-it, checked 2026-12-03); Gemma Team,
+   arXiv:2503.19786, 2025.
+.. [2] huggingface/transformers, src/transformers/models/qwen2_vl/image_processing_qwen2_vl.py
+   (commit cb0fc56f3caccab77d00d44051a67d4b0980cbd2).
+.. [3] huggingface/transformers, src/transformers/models/pixtral/image_processing_pixtral.py
+   (commit c801cd786e2e8cd35767125b8a8e8c26538fb648).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import Field
+
+from gpusizer import architecture, catalog, images, performance
+from gpusizer.checks import scalar_or_array
+from gpusizer.numeric import number, where
+from gpusizer.records import Record
+
+__all__ = ["GEMMA3_TOKENS", "ImageLoad", "Images", "encode", "encoder_seconds", "image_tokens"]
+
+#: Gemma 3's tokens per image (``mm_tokens_per_image``). [token]
+GEMMA3_TOKENS = 256
+
+
+class Images(Record):
+    """Images (or one video) in every request: ``Images(count=2, width=1024, height=768)``."""
+
+    count: int = Field(default=1, ge=0, le=4096)
+    """Images per request (0: none, today's text-only answer). [-]"""
+    width: int = Field(default=1024, ge=1, le=65536)
+    """Image width before the processor resizes it. [px]"""
+    height: int = Field(default=768, ge=1, le=65536)
+    """Image height. [px]"""
+    frames: int = Field(default=1, ge=1, le=65536)
+    """Video frames sampled per video (1: a still image); Qwen-VL only. [-]"""
+
+
+@dataclass(frozen=True)
+class ImageLoad:
+    """What the images of one request cost (``Estimate.images``)."""
+
+    rule: str
+    """The token rule applied (``"gemma3"``, ``"qwen"``, ``"pixtral"``)."""
+    count: int
+    image_tokens_per_request: float
+    """LLM tokens all the images of one request become (added to ``context`` and the prompt). [token]"""
+    patches_per_request: float
+    """ViT patches the encoder attends over for them. [token]"""
+    encoder_flops: Any
+    """The vision encoder's forward pass over them (``images.encoder_flops``). [FLOP]"""
+    encoder_seconds_ceiling: Any
+    encoder_seconds_expected: Any
+    """Encoder time at the prefill's ceiling and expected FLOP rates (``encoder_seconds``); expected None where
+    the prefill's is (``prefill.unknown``). [s]"""
+    ttft_seconds_ceiling: Any
+    ttft_seconds_expected: Any
+    """Time to first token: the encoder, then the prefill of the prompt with its image tokens. [s]"""
+    vision_weights_bytes: float
+    """The vision tower and projector at the activation dtype (inside ``memory.weights_bytes``). [B]"""
+
+
+def _rule(model: catalog.Model) -> str:
+    family = model.family.lower().replace(" ", "").replace("-", "")
+    if family.startswith("gemma3"):
+        return "gemma3"
+    if family.startswith(("qwen2vl", "qwen2.5vl", "qwen3vl")):
+        return "qwen"
+    if family.startswith(("mistral3", "pixtral", "mistralsmall3")):
+        return "pixtral"
+    raise ValueError(f"images: no published image-token rule is modelled for {model.id} ({model.family})")
+
+
+def image_tokens(model: catalog.Model, shown: Images) -> tuple[str, float, float]:
+    """The rule, LLM tokens and ViT patches of the images of one request. [token]
+
+    Raises
+    ------
+    ValueError
+        ``images`` on a model without a vision tower, or without a modelled rule.
+    """
+    if shown.count == 0:
+        return "none", 0.0, 0.0
+    vision = model.vision
+    if vision is None:
+        raise ValueError(f"images: {model.id} has no vision tower")
+    rule = _rule(model)
+    if rule == "gemma3":
+        tokens, patches = float(GEMMA3_TOKENS), float((vision.image_size // vision.patch_size) ** 2)
+    elif rule == "qwen":
+        tokens, patches = images.qwen_tokens(shown.height, shown.width, patch=vision.patch_size, frames=shown.frames)
+    else:
+        tokens, patches = images.pixtral_tokens(shown.height, shown.width, patch=vision.patch_size)
+    if shown.frames > 1 and rule != "qwen":
+        raise ValueError(f"images: frames = {shown.frames}: video is modelled for Qwen-VL only")
+    return rule, shown.count * float(tokens), shown.count * float(patches)
+
+
+def encoder_seconds(flops: Any, prefill_flops: Any, prefill_seconds: Any) -> Any:
+    r"""Encoder time at the FLOP rate the prefill achieves. [s]
+
+    :math:`t = F_\text{enc} \, t_\text{prefill} / F_\text{prefill}`: the ViT's GEMMs run on the same GPUs at
+    the same efficiency as the LLM's prefill GEMMs (an assumption; encoders are small and may run slower).
+    """
+    f, pf, ps = number(flops), number(prefill_flops), number(prefill_seconds)
+    return scalar_or_array(where(pf > 0, f * ps / where(pf > 0, pf, 1.0), 0.0))
+
+
+def encode(model: catalog.Model, shown: Images, rule: str, tokens: float, patches: float,
+           prefill: performance.Prefill, act_bpe: float) -> ImageLoad:
+    """The ``ImageLoad`` of the images, given the prefill that already holds their tokens.
+
+    Every encoder layer attends over all the patches of an image (of a video's temporal group of 2 frames, as
+    Qwen-VL's attention is cut per group): an upper bound for Qwen2.5-VL, whose 28 of 32 window-attention blocks
+    attend within 64 patches (attention is 2.6 of its 7.7 TFLOP for a 1024x768 image).
+    """
+    vision = model.vision
+    if vision is None or shown.count == 0:
+        flops, weights = 0.0, 0.0
+    else:
+        groups = shown.count * (-(-shown.frames // 2) if rule == "qwen" else 1)  # a video: per temporal group
+        flops = groups * images.encoder_flops(patches / groups, vision.hidden_size, vision.intermediate_size,
+                                              vision.num_layers, gated=vision.gated_mlp)
+        weights = architecture.vit_params(vision) * act_bpe
+    ceiling = encoder_seconds(flops, prefill.flops, prefill.seconds_ceiling)
+    known = prefill.seconds_expected is not None  # None where the GPU's matrix rate is unpublished (prefill.unknown)
+    expected = encoder_seconds(flops, prefill.flops, prefill.seconds_expected) if known else None
+    return ImageLoad(
+        rule=rule, count=shown.count, image_tokens_per_request=tokens, patches_per_request=patches,
+        encoder_flops=flops, encoder_seconds_ceiling=ceiling, encoder_seconds_expected=expected,
+        ttft_seconds_ceiling=scalar_or_array(number(prefill.ttft_seconds_ceiling) + number(ceiling)),
+        ttft_seconds_expected=scalar_or_array(number(prefill.ttft_seconds_expected) + number(expected))
+        if known else None,
+        vision_weights_bytes=float(weights),
+    )
