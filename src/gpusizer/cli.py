@@ -101,6 +101,10 @@ def _parser() -> argparse.ArgumentParser:
         listing.set_defaults(handler=handler)
     for module in COMMANDS:
         importlib.import_module(module).register(commands)
+    for sub in commands.choices.values():  # your own hardware, for every command (docs/own-hardware.md)
+        sub.add_argument("--gpu-file", type=Path, default=None, help="your own GPUs: a TOML file of [[gpu]] tables "
+                         "in the schema of data/gpus.toml; their ids work as GPU arguments (GPU:field=value and "
+                         "GPU:mig=3g.40gb work without a file)")
     return parser
 
 
@@ -113,6 +117,8 @@ COMMANDS: tuple[str, ...] = (
     "gpusizer.commands.layouts",
     "gpusizer.commands.shortlist",
     "gpusizer.commands.throughput",
+    "gpusizer.commands.curve",
+    "gpusizer.commands.compare",
 )
 
 
@@ -308,7 +314,9 @@ def _silence_stdout() -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    text = args.handler(args)
+    gpu_file = getattr(args, "gpu_file", None)
+    with catalog.using_gpus(None if gpu_file is None else common.input_file(gpu_file, "--gpu-file")):
+        text = args.handler(args)
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
     return 0
