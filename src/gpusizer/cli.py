@@ -38,7 +38,9 @@ EXAMPLES = {
     "fit": "gpusizer fit llama-3.1-70b h200 --weights fp8 --kv-cache fp8 --context 32k --concurrency 16\n"
            "gpusizer fit deepseek-v3 hgx-h200-8x --context 16k --concurrency 32\n"
            "gpusizer fit llama-3.1-8b h100 --concurrency 16 --prefix-cache 0.6 --shared-prefix 4k --lora 4:r16\n"
-           "gpusizer fit ./my-checkpoint/ l40s --engine llama.cpp --json",
+           "gpusizer fit ./my-checkpoint/ l40s --engine llama.cpp --json\n"
+           "gpusizer fit llama-3.1-8b rtx-4090:memory=48GB\ngpusizer fit llama-3.1-8b h100-sxm:mig=3g.40gb\n"
+           "gpusizer fit llama-3.1-8b my-card --gpu-file my-gpus.toml",
     "gpus": "gpusizer gpus\ngpusizer gpus --json",
     "systems": "gpusizer systems\ngpusizer fit deepseek-r1 gb300-nvl72",
     "models": "gpusizer models\ngpusizer models --json",

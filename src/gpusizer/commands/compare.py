@@ -17,7 +17,7 @@ __all__ = ["register", "text"]
 
 EXAMPLES = (
     "gpusizer compare llama-3.1-8b h100 --context 8k --concurrency 16\n"
-    "gpusizer compare qwen3-coder-30b-a3b rtx-5090 --weights fp8 --engines vllm,llama.cpp --json\n"
+    "gpusizer compare qwen3-30b-a3b rtx-5090 --weights fp8 --engines vllm,llama.cpp --json\n"
     "gpusizer compare llama-3.1-8b rtx-4090:memory=48GB --concurrency 8"
 )
 

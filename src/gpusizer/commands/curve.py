@@ -1,6 +1,6 @@
 """``gpusizer curve MODEL GPU``: throughput, TTFT and TPOT p50/p95/p99 against concurrency or rate, and the knee.
 
-    gpusizer curve qwen3-coder-30b-a3b rtx-5090 --prompt 2k --output-tokens 256 --ttft-p95 1s --tpot-p95 50ms
+    gpusizer curve qwen3-30b-a3b rtx-5090 --prompt 2k --output-tokens 256 --ttft-p95 1s --tpot-p95 50ms
 
 A table by default; ``--json`` gives every figure, ``--csv`` one row per point, ``--plot PATH`` draws the
 curve with the SLO lines (``gpusizer.plot.load_curve``; needs matplotlib). The numbers come from
@@ -21,7 +21,7 @@ __all__ = ["csv_text", "register", "text"]
 
 EXAMPLES = (
     "gpusizer curve llama-3.1-8b h100 --prompt 1k --output-tokens 256\n"
-    "gpusizer curve qwen3-coder-30b-a3b rtx-5090 --weights fp8 --kv-cache fp8 --prompt 2k --output-tokens 256 "
+    "gpusizer curve qwen3-30b-a3b rtx-5090 --weights fp8 --kv-cache fp8 --prompt 2k --output-tokens 256 "
     "--ttft-p95 1s --tpot-p95 50ms\n"
     "gpusizer curve llama-3.1-8b h100 --rates 1,2,4,8,16 --csv\n"
     "gpusizer curve llama-3.1-8b h100-sxm:mig=3g.40gb --concurrency 1,4,16 --json\n"
