@@ -23,7 +23,10 @@ EXAMPLES = (
 
 
 def _engines(text: str) -> tuple[str, ...]:
-    names = tuple(dict.fromkeys(engines.engine(n.strip()).name for n in text.split(",") if n.strip()))
+    try:
+        names = tuple(dict.fromkeys(engines.engine(n.strip()).name for n in text.split(",") if n.strip()))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
     if not names:
         raise argparse.ArgumentTypeError(f"name at least one engine: {', '.join(engines.ENGINES)}")
     return names
