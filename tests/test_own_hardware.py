@@ -78,7 +78,7 @@ def test_unknown_fields_and_profiles_are_refused_by_name():
         catalog.gpu("rtx-4090:memory=lots")
     with pytest.raises(ValueError, match="field=value"):
         catalog.gpu("rtx-4090:memory")
-    with pytest.raises(KeyError, match="1g.10gb, 1g.20gb"):
+    with pytest.raises(KeyError, match=r"1g\.10gb, 1g\.20gb"):
         catalog.gpu("h100-sxm:mig=9g.1gb")
     with pytest.raises(KeyError, match="no MIG profiles"):
         catalog.gpu("rtx-4090:mig=1g.5gb")

@@ -8,7 +8,7 @@ Both axes are one curve. Under a Poisson load :math:`\lambda` a request spends :
 engine (queueing, prefill and decode), so by Little's law the requests in flight, the *concurrency* a
 benchmark client such as ``vllm bench serve --max-concurrency`` holds, are
 
-.. math:: C(\lambda) = \lambda \, E[\mathrm{E2E}](\lambda), \qquad X(\lambda) = \lambda\, o
+.. math:: C(\lambda) = \lambda \, E[\mathrm{E2E}(\lambda)], \qquad X(\lambda) = \lambda\, o
 
 with :math:`X` the output tokens per second. A concurrency :math:`C` is served at the rate where
 :math:`C(\lambda) = C`, found on a dense geometric rate grid below the engine's saturated (offline) rate.
