@@ -21,7 +21,7 @@ from pathlib import Path
 #: ones below. Entries are module names; a package's name covers its submodules.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("gpusizer.units", "gpusizer.checks", "gpusizer.numeric", "gpusizer.datafiles", "gpusizer.presentation")),
-    ("records", ("gpusizer.catalog", "gpusizer.records")),
+    ("records", ("gpusizer.catalog", "gpusizer.records", "gpusizer.hardware")),
     ("descriptions", ("gpusizer.architecture", "gpusizer.precision", "gpusizer.engines", "gpusizer.efficiency")),
     ("physics", ("gpusizer.memory", "gpusizer.roofline", "gpusizer.decode", "gpusizer.prefill", "gpusizer.images",
                  "gpusizer.interconnect", "gpusizer.parallel")),
@@ -31,8 +31,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                             "gpusizer.offload", "gpusizer.multimodal",
                             "gpusizer.estimator")),
     ("questions", ("gpusizer.layouts", "gpusizer.grid", "gpusizer.sweeper", "gpusizer.serving", "gpusizer.cost",
-                   "gpusizer.shortlister", "gpusizer.calibration", "gpusizer.readers")),
-    ("io and presentation", ("gpusizer.hf", "gpusizer.display", "gpusizer.plot", "gpusizer.cli",
+                   "gpusizer.comparison", "gpusizer.shortlister", "gpusizer.calibration", "gpusizer.readers")),
+    ("io and presentation", ("gpusizer.hf", "gpusizer.display", "gpusizer.plot", "gpusizer.curve_plot",
+                             "gpusizer.cli",
                              "gpusizer.commands", "gpusizer")),
 )
 MAX_MODULE_LINES = 500

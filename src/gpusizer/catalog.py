@@ -11,14 +11,16 @@ here (``gpusizer.catalog.GPU`` is ``gpusizer.records.GPU``).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import difflib
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any, cast
 
-from gpusizer import datafiles
+from gpusizer import datafiles, hardware
 from gpusizer.checks import instance
 from gpusizer.records import (
     GPU,
@@ -60,6 +62,7 @@ __all__ = [
     "closest",
     "find_system",
     "gpu",
+    "gpu_with",
     "gpus",
     "load_gpus",
     "load_models",
@@ -68,6 +71,7 @@ __all__ = [
     "normalise",
     "system",
     "systems",
+    "using_gpus",
 ]
 
 def _read(path: Path | None, name: str) -> dict[str, Any]:
@@ -190,8 +194,8 @@ def _ambiguous(name: str) -> KeyError | None:
 
 
 def gpus() -> tuple[GPU, ...]:
-    """Every accelerator of the bundled catalogue, in file order."""
-    return tuple(_bundled_gpus()[0].values())
+    """Every accelerator of the bundled catalogue, in file order, then those of ``using_gpus``."""
+    return (*_bundled_gpus()[0].values(), *_USER_GPUS.get().values())
 
 
 def systems() -> tuple[System, ...]:
@@ -218,6 +222,12 @@ def gpu(name: str | GPU) -> GPU:
     if isinstance(name, GPU):
         return name
     instance(name, "name", (str, GPU))
+    base, colon, spec = name.partition(":")
+    if colon:
+        return hardware.modified(gpu(base), spec)
+    user = _USER_GPUS.get().get(normalise(name))
+    if user is not None:
+        return user
     gpus_, systems_ = _bundled_gpus()
     key = _gpu_aliases().get(normalise(name))
     if key in gpus_:
@@ -229,6 +239,61 @@ def gpu(name: str | GPU) -> GPU:
         raise KeyError(f"{name!r} is a system of {systems_[key].gpu_count} x {systems_[key].gpu}, not one GPU; "
                        "commands that take a GPU take a system id too (gpusizer systems)")
     raise _unknown("gpu or system", name, [*gpus_, *systems_], "gpusizer gpus")
+
+
+#: GPUs of the ``using_gpus`` block in force: normalised id -> record.
+_USER_GPUS: contextvars.ContextVar[dict[str, GPU]] = contextvars.ContextVar("user_gpus", default={})  # noqa: B039
+
+
+def gpu_with(base: str | GPU, /, **fields: Any) -> GPU:
+    """A GPU of your own: ``base`` with ``fields`` replaced (``hardware.OVERRIDABLE``), its ``id`` the spec.
+
+    Values are text with units or numbers in base units (``memory="48GB"``, ``memory_bandwidth=1.1e12``);
+    ``mig="3g.40gb"`` takes a MIG slice first (``hardware.mig_slice``). The same as ``gpu("rtx-4090:memory=48GB")``.
+
+    >>> gpu_with("rtx-4090", memory="48GB").id
+    'rtx-4090:memory=48GB'
+    >>> gpu_with("h100-sxm", mig="3g.40gb").memory
+    40000000000.0
+    """
+    spec = ",".join(f"{key}={value}" for key, value in fields.items())
+    if not spec:
+        raise ValueError("gpu_with: give at least one field to change (e.g. memory='48GB')")
+    return hardware.modified(gpu(base), spec)
+
+
+def _file_gpus(path: str | Path) -> tuple[GPU, ...]:
+    """The ``[[gpu]]`` tables of ``path`` (the schema of ``data/gpus.toml``), each validated."""
+    data = tomllib.loads(datafiles.read_text(Path(path), what="gpu file"))
+    unknown = sorted(set(data) - {"gpu"})
+    if unknown:
+        raise ValueError(f"gpu file {str(path)!r}: unknown table {unknown[0]!r}; a gpu file holds [[gpu]] tables")
+    out: dict[str, GPU] = {}
+    for index, entry in enumerate(data.get("gpu", [])):
+        where = f"gpu file {str(path)!r}, gpu {index + 1} ({entry.get('id', 'no id')!r})"
+        record = hardware.validated(entry, where)
+        if normalise(record.id) in out or ":" in record.id:
+            raise ValueError(f"{where}: the id is given twice or holds ':'")
+        out[normalise(record.id)] = record
+    if not out:
+        raise ValueError(f"gpu file {str(path)!r} holds no [[gpu]] table")
+    return tuple(out.values())
+
+
+@contextlib.contextmanager
+def using_gpus(path: str | Path | None) -> Iterator[tuple[GPU, ...]]:
+    """Within the block, ``gpu(id)`` and ``gpus()`` also know the GPUs of the TOML file ``path`` (``None``: none).
+
+    The file has the schema of the bundled ``data/gpus.toml`` (``[[gpu]]`` tables, validated as ``GPU``); it
+    is read as text with a size limit (``datafiles.read_text``) and parsed by ``tomllib``: nothing in it runs.
+    Its ids come before the catalogue's: a file may redefine ``rtx-4090``. Yields the file's records.
+    """
+    records = () if path is None else _file_gpus(path)
+    token = _USER_GPUS.set({**_USER_GPUS.get(), **{normalise(r.id): r for r in records}})
+    try:
+        yield records
+    finally:
+        _USER_GPUS.reset(token)
 
 
 def find_system(name: str | GPU | System) -> System | None:

@@ -42,7 +42,9 @@ EXAMPLES = {
            "gpusizer fit llama-3.1-8b h100 --concurrency 16 --prefix-cache 0.6 --shared-prefix 4k --lora 4:r16\n"
            "gpusizer fit llama-3.1-70b rtx-4090 --weights q4_k_m --engine llama.cpp --offload auto\n"
            "gpusizer fit gemma-3-27b h100 --context 16k --images 2 --image-size 1024x768\n"
-           "gpusizer fit ./my-checkpoint/ l40s --engine llama.cpp --json",
+           "gpusizer fit ./my-checkpoint/ l40s --engine llama.cpp --json\n"
+           "gpusizer fit llama-3.1-8b rtx-4090:memory=48GB\ngpusizer fit llama-3.1-8b h100-sxm:mig=3g.40gb\n"
+           "gpusizer fit llama-3.1-8b my-card --gpu-file my-gpus.toml",
     "gpus": "gpusizer gpus\ngpusizer gpus --json",
     "systems": "gpusizer systems\ngpusizer fit deepseek-r1 gb300-nvl72",
     "models": "gpusizer models\ngpusizer models --json",
@@ -107,6 +109,10 @@ def _parser() -> argparse.ArgumentParser:
         listing.set_defaults(handler=handler)
     for module in COMMANDS:
         importlib.import_module(module).register(commands)
+    for sub in commands.choices.values():  # your own hardware, for every command (docs/own-hardware.md)
+        sub.add_argument("--gpu-file", type=Path, default=None, help="your own GPUs: a TOML file of [[gpu]] tables "
+                         "in the schema of data/gpus.toml; their ids work as GPU arguments (GPU:field=value and "
+                         "GPU:mig=3g.40gb work without a file)")
     return parser
 
 
@@ -119,6 +125,8 @@ COMMANDS: tuple[str, ...] = (
     "gpusizer.commands.layouts",
     "gpusizer.commands.shortlist",
     "gpusizer.commands.throughput",
+    "gpusizer.commands.curve",
+    "gpusizer.commands.compare",
 )
 
 
@@ -314,7 +322,9 @@ def _silence_stdout() -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    text = args.handler(args)
+    gpu_file = getattr(args, "gpu_file", None)
+    with catalog.using_gpus(None if gpu_file is None else common.input_file(gpu_file, "--gpu-file")):
+        text = args.handler(args)
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
     return 0

@@ -13,6 +13,8 @@ matplotlib is imported on the first call, never at import. Every function draws 
   over an array of contexts.
 * ``throughput_vs_latency``: throughput against latency under increasing load, of a
   ``serving.concurrency_curve`` result or plain arrays (a concurrency sweep of ``estimate``, a simulation).
+* ``load_curve``: throughput and TTFT/TPOT quantiles against concurrency or rate, the knee and the SLO
+  lines, of a ``serving.load_curve`` result (``gpusizer.curve_plot``).
 * ``cost_vs_slo``: cost per million tokens of each option against a latency target, with the cheapest
   option at each target, of one ``shortlist`` per target or plain arrays.
 
@@ -28,9 +30,11 @@ import numpy as np
 
 from gpusizer import catalog
 from gpusizer import roofline as roof
+from gpusizer.curve_plot import load_curve
 from gpusizer.performance import Decode, Prefill, Speed
 
-__all__ = ["concurrency_vs_context", "cost_vs_slo", "memory_breakdown", "roofline", "throughput_vs_latency"]
+__all__ = ["concurrency_vs_context", "cost_vs_slo", "load_curve", "memory_breakdown", "roofline",
+           "throughput_vs_latency"]
 
 #: Components of a memory breakdown, bottom to top: (legend label, field of ``MemoryBreakdown``).
 MEMORY_PARTS = (

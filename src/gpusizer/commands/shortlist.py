@@ -46,7 +46,7 @@ def _argument(parse: Any) -> Any:
 def _price(text: str) -> dict[str, float]:
     out = {}
     for item in (part.strip() for part in text.split(",") if part.strip()):
-        name, sep, value = item.partition("=")
+        name, sep, value = item.rpartition("=")
         if not sep:
             raise ValueError(f"expected GPU=dollars-per-hour such as h100-sxm=2.49, got {item!r}")
         out[name.strip()] = common.positive_number(value)

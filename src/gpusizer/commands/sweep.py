@@ -59,7 +59,7 @@ def _prices(text: str) -> dict[str, float] | bool:
         return True
     prices = {}
     for item in _list(text):
-        name, _, value = item.partition("=")
+        name, _, value = item.rpartition("=")
         try:
             prices[name.strip()] = float(value)
         except ValueError:
