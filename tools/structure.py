@@ -30,6 +30,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("speed and estimate", ("gpusizer.measurement", "gpusizer.performance", "gpusizer.prefix_cache", "gpusizer.lora",
                             "gpusizer.estimator")),
     ("questions", ("gpusizer.layouts", "gpusizer.grid", "gpusizer.sweeper", "gpusizer.serving", "gpusizer.cost",
+                   "gpusizer.ownership", "gpusizer.hosted", "gpusizer.selfhost",
                    "gpusizer.shortlister", "gpusizer.calibration", "gpusizer.readers")),
     ("io and presentation", ("gpusizer.hf", "gpusizer.display", "gpusizer.plot", "gpusizer.cli",
                              "gpusizer.commands", "gpusizer")),
