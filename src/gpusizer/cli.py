@@ -113,6 +113,7 @@ COMMANDS: tuple[str, ...] = (
     "gpusizer.commands.layouts",
     "gpusizer.commands.shortlist",
     "gpusizer.commands.throughput",
+    "gpusizer.commands.cost",
 )
 
 

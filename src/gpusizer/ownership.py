@@ -54,8 +54,8 @@ __all__ = [
     "GpuPurchase",
     "LifePolicy",
     "OwnershipTable",
-    "PurchaseQuote",
     "PueSurvey",
+    "PurchaseQuote",
     "amortised_usd_per_hour",
     "effective_utilisation",
     "electricity_usd_per_hour",
@@ -188,7 +188,7 @@ class OwnershipTable(_Record):
         return getattr(self, section)[self.defaults[section]]
 
 
-def _keyed(records: list[Any], kind: type[_Record], what: str) -> dict[str, Any]:
+def _keyed(records: list[Any], kind: Any, what: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for entry in records:
         record = kind.model_validate(entry)

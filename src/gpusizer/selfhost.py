@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from gpusizer import catalog, cost, estimator, hosted, ownership, serving, speculation
 from gpusizer.serving import SLO, Workload
 
-__all__ = ["Bill", "Comparison", "Owning", "bill", "compare"]
+__all__ = ["Bill", "BreakEven", "Comparison", "Owning", "bill", "breakeven", "compare", "rented_breakeven"]
 
 
 class Owning(BaseModel):
@@ -168,9 +168,91 @@ def bill(gpu: Any, gpus: int, busy: float = 1.0, *, own: Owning | None = None,
 
 
 @dataclass(frozen=True)
+class BreakEven:
+    """A self-hosted deployment against one API price at a prompt/output mix. Traffic in prompt + output tokens."""
+
+    api: hosted.ApiPrice
+    api_usd_per_million_tokens: float
+    """Its blended price at the mix. [USD/Mtoken]"""
+    tokens_per_day: float
+    """Traffic above which self-hosting is cheaper; ``inf`` when it never is. [token/day]"""
+    requests_per_second: float
+    """The same traffic in requests. [1/s]"""
+    utilisation: float
+    """Share of one deployment's capacity that traffic uses; above 1 one deployment cannot serve it. [-]"""
+    note: str = ""
+    traffic_tokens_per_day: float | None = None
+    """A traffic asked about. [token/day]"""
+    replicas: int | None = None
+    """Deployments that serve it."""
+    self_usd_per_day: float | None = None
+    api_usd_per_day: float | None = None
+    cheaper: str | None = None
+    """``self-host`` or ``api`` at ``traffic_tokens_per_day``."""
+
+
+def breakeven(quote: hosted.ApiPrice, prompt_tokens: float, output_tokens: float, *, idle_usd_per_hour: float,
+              full_usd_per_hour: float, capacity_tokens_per_day: float, saturated_tokens_per_day: float | None = None,
+              retries: float = 0.0, tokens_per_day: float | None = None) -> BreakEven:
+    r"""Where one deployment's day, :math:`F + v T`, equals the API's, :math:`p T`.
+
+    ``hosted.breakeven_tokens_per_day`` solves it; ``hosted.implied_utilisation`` gives the load it implies.
+
+    Parameters
+    ----------
+    quote : hosted.ApiPrice
+        The API price.
+    prompt_tokens, output_tokens : float
+        Mean lengths of a request (the mix). [token]
+    idle_usd_per_hour, full_usd_per_hour : float
+        The deployment's bill with no traffic and with the engine busy all the time (equal when rented). [USD/h]
+    capacity_tokens_per_day : float
+        Tokens one deployment serves per day (offline, or within an SLO). [token/day]
+    saturated_tokens_per_day : float, optional
+        Tokens per day of the engine busy all day (default ``capacity_tokens_per_day``). [token/day]
+    retries : float
+        Tokens generated again per delivered token; paid on both sides. [-]
+    tokens_per_day : float, optional
+        A traffic to price both ways (``replicas`` deployments of ``hosted.replicas_for``). [token/day]
+
+    Notes
+    -----
+    :math:`F = 24\,C_{idle}`, :math:`v = 24 (C_{full} - C_{idle})(1 + \rho) / K_{sat}` and :math:`p (1 + \rho)`.
+
+    Examples
+    --------
+    >>> q = hosted.ApiPrice(provider="x", input_usd=0.5, output_usd=0.5, source="user")
+    >>> b = breakeven(q, 1000, 300, idle_usd_per_hour=5.0, full_usd_per_hour=5.0, capacity_tokens_per_day=5e8)
+    >>> b.tokens_per_day, b.utilisation
+    (240000000.0, 0.48)
+    """
+    s, o = float(prompt_tokens), float(output_tokens)
+    saturated = capacity_tokens_per_day if saturated_tokens_per_day is None else saturated_tokens_per_day
+    fixed = idle_usd_per_hour * 24.0
+    variable = (full_usd_per_hour - idle_usd_per_hour) * 24.0 * 1e6 / saturated * (1 + retries)
+    price = float(quote.blended(s, o))
+    api_price = price * (1 + retries)
+    tokens = float(hosted.breakeven_tokens_per_day(fixed, api_price, variable))
+    used = float(hosted.implied_utilisation(tokens, capacity_tokens_per_day, retries)) if math.isfinite(tokens) \
+        else math.inf
+    extra: dict[str, Any] = {}
+    if tokens_per_day is not None:
+        replicas = int(hosted.replicas_for(tokens_per_day * (1 + retries), capacity_tokens_per_day))
+        mine = replicas * fixed + variable * tokens_per_day / 1e6
+        theirs = api_price * tokens_per_day / 1e6
+        extra = dict(traffic_tokens_per_day=float(tokens_per_day), replicas=replicas, self_usd_per_day=mine,
+                     api_usd_per_day=theirs, cheaper="self-host" if mine < theirs else "api")
+    return BreakEven(
+        api=quote, api_usd_per_million_tokens=price, tokens_per_day=tokens,
+        requests_per_second=tokens / (s + o) / hosted.SECONDS_PER_DAY, utilisation=used,
+        note="" if used <= 1 else "at full load this deployment costs more per token than the API: self-hosting it "
+        "is never cheaper", **extra,
+    )
+
+
+@dataclass(frozen=True)
 class Comparison:
-    """One deployment against a hosted API at a prompt/output mix. Money in USD; traffic in prompt + output
-    tokens unless named."""
+    """One deployment's cost per (accepted) token and its break-even against a hosted API. Money in USD."""
 
     model: str
     gpu: str
@@ -178,7 +260,7 @@ class Comparison:
     prompt_tokens: float
     output_tokens: float
     capacity_tokens_per_day: float
-    """Tokens one deployment serves per day at capacity (offline, or the largest rate within the SLO)."""
+    """Prompt + output tokens one deployment serves per day at capacity (offline, or within the SLO)."""
     capacity_output_tokens_per_second: float
     """Output tokens per second at capacity (speculation included). [token/s]"""
     capacity_method: str
@@ -189,33 +271,19 @@ class Comparison:
     idle: float
     retries: float
     usd_per_million_tokens: float
-    """All tokens generated and read, at the effective utilisation, retries not counted. [USD/Mtoken]"""
+    """Prompt and output tokens, at the effective utilisation, retries not counted. [USD/Mtoken]"""
     usd_per_million_generated_tokens: float
     """Output tokens generated, retried ones included. [USD/Mtoken]"""
     usd_per_million_accepted_tokens: float
     """Output tokens delivered (retried ones paid, not delivered). [USD/Mtoken]"""
-    api: hosted.ApiPrice | None
-    """The API price compared (the cheapest quote at the mix unless one is given); None when there is none."""
-    api_usd_per_million_tokens: float | None
-    """Its blended price at the mix. [USD/Mtoken]"""
-    breakeven_tokens_per_day: float | None
-    """Traffic above which self-hosting is cheaper (``inf``: never); None without an API price."""
-    breakeven_requests_per_second: float | None
-    breakeven_utilisation: float | None
-    """Share of one deployment's capacity the break-even traffic uses; above 1 one deployment cannot serve it."""
+    breakeven: BreakEven | None
+    """Against the cheapest API quote at the mix (or the one given); None without any."""
     note: str = ""
-    tokens_per_day: float | None = None
-    """The traffic asked about, when one was given."""
-    replicas: int | None = None
-    self_usd_per_day: float | None = None
-    api_usd_per_day: float | None = None
-    cheaper: str | None = None
-    """``self-host`` or ``api`` at ``tokens_per_day``."""
 
 
 def _capacity(model: Any, gpu: Any, workload: Workload, slo: SLO | None, speculative: Any,
-              options: dict[str, Any]) -> tuple[float, float, float, str]:
-    """(requests/s, output tokens/s, engine busy share, method) of one deployment at capacity."""
+              options: dict[str, Any]) -> tuple[float, float, float, str, int]:
+    """(requests/s, output tokens/s, engine busy share, method, GPUs) of one deployment at capacity."""
     t = serving.throughput(model, gpu, workload=workload, slo=slo, latencies=False, **options)
     rate, out, method = t.offline.requests_per_second, t.offline.tokens_per_second, "offline"
     busy = 1.0
@@ -225,84 +293,80 @@ def _capacity(model: Any, gpu: Any, workload: Workload, slo: SLO | None, specula
     if speculative is not None:
         est = estimator.estimate(model, gpu, gpus=t.gpus, engine=options.get("engine", "vllm"),
                                  weights=options.get("weights"), kv_cache=options.get("kv_cache"),
-                                 concurrency=max(1, round(t.offline.batch / max(t.replicas, 1))),
+                                 concurrency=max(1, round(t.offline.batch)),
                                  context=int(workload.prompt_tokens + workload.output_tokens / 2),
                                  speculative=speculative)
         gain = float(est.speculation.speedup) if est.speculation is not None and bool(est.speculation.fits) else 1.0
         rate, out, method = rate * gain, out * gain, method + "+speculative"
-    return rate, out, min(busy, 1.0), method
+    return rate, out, min(busy, 1.0), method, t.gpus
 
 
 def compare(
     model: Any, gpu: Any, *, prompt_tokens: float = 1024, output_tokens: float = 256, gpus: int | None = None,
     layout: str = "tp", engine: str = "vllm", weights: str | None = None, kv_cache: str | None = None,
-    slo: SLO | None = None, own: Owning | None = None, usd_per_gpu_hour: float | None = None,
-    api: hosted.ApiPrice | None = None, tokens_per_day: float | None = None, utilisation: float = 1.0,
-    idle: float = 0.0, retries: float = 0.0, speculative: speculation.Speculative | None = None,
+    workload: Workload | None = None, slo: SLO | None = None, own: Owning | None = None,
+    usd_per_gpu_hour: float | None = None, api: hosted.ApiPrice | None = None, tokens_per_day: float | None = None,
+    utilisation: float = 1.0, idle: float = 0.0, retries: float = 0.0,
+    speculative: speculation.Speculative | None = None,
 ) -> Comparison:
     r"""Cost per (accepted) token of one deployment and its break-even against a hosted API.
 
-    The deployment's day costs :math:`F + v T` at a traffic of :math:`T` tokens, with :math:`F` its bill with
-    no traffic times 24 h and :math:`v` the growth of an owned deployment's electricity with the busy share
-    (``Bill.full_usd_per_hour - idle_usd_per_hour`` over the offline capacity); the API's day costs
-    :math:`p T`. Both pay retried requests again (:math:`\times (1 + \rho)`); ``hosted.breakeven_tokens_per_day``
-    solves for :math:`T^*`, ``hosted.implied_utilisation`` gives :math:`T^*(1 + \rho)/K`.
+    The deployment is loaded with ``serving.throughput`` (``workload``, or fixed ``prompt_tokens`` and
+    ``output_tokens``) and billed with ``bill`` at its busy share times ``ownership.effective_utilisation``;
+    ``breakeven`` compares it with ``api`` (default ``hosted.cheapest`` at the mix).
 
     Examples
     --------
     >>> c = compare("llama-3.1-8b", "h100-sxm", prompt_tokens=1000, output_tokens=300, usd_per_gpu_hour=2.0)
-    >>> c.usd_per_million_accepted_tokens >= c.usd_per_million_tokens
+    >>> c.usd_per_million_accepted_tokens >= c.usd_per_million_generated_tokens
     True
-    >>> abs(c.bill.idle_usd_per_hour * 24 - c.api_usd_per_million_tokens * c.breakeven_tokens_per_day / 1e6) < 1e-6
+    >>> b = c.breakeven
+    >>> abs(c.bill.idle_usd_per_hour * 24 - b.api_usd_per_million_tokens * b.tokens_per_day / 1e6) < 1e-9
     True
     """
-    s, o = float(prompt_tokens), float(output_tokens)
-    workload = Workload(rate=1.0, prompt_tokens=s, output_tokens=o)
+    load = workload if workload is not None else Workload(rate=1.0, prompt_tokens=prompt_tokens,
+                                                          output_tokens=output_tokens)
+    s, o = float(load.prompt_tokens), float(load.output_tokens)
     options = {"gpus": gpus, "layout": layout, "engine": engine, "weights": weights, "kv_cache": kv_cache}
-    rate, out, busy, method = _capacity(model, gpu, workload, slo, speculative, options)
-    count = serving.throughput(model, gpu, workload=workload, latencies=False, **options).gpus
+    rate, out, busy, method, count = _capacity(model, gpu, load, slo, speculative, options)
     share = float(ownership.effective_utilisation(utilisation, idle))
     paid = bill(gpu, count, busy * share, own=own, usd_per_gpu_hour=usd_per_gpu_hour)
     per_gpu = paid.usd_per_hour / count
     capacity = rate * (s + o) * hosted.SECONDS_PER_DAY
+    name = catalog.model(model).id
     quote = api if api is not None else hosted.cheapest(model, s, o)
-    result: dict[str, Any] = dict(
-        model=catalog.model(model).id, gpu=catalog.gpu(gpu).id, gpus=count, prompt_tokens=s, output_tokens=o,
+    versus = None if quote is None else breakeven(
+        quote, s, o, idle_usd_per_hour=paid.idle_usd_per_hour, full_usd_per_hour=paid.full_usd_per_hour,
+        capacity_tokens_per_day=capacity, saturated_tokens_per_day=capacity / max(busy, 1e-300), retries=retries,
+        tokens_per_day=tokens_per_day)
+    return Comparison(
+        model=name, gpu=catalog.gpu(gpu).id, gpus=count, prompt_tokens=s, output_tokens=o,
         capacity_tokens_per_day=capacity, capacity_output_tokens_per_second=out, capacity_method=method,
         bill=paid, utilisation=utilisation, idle=idle, retries=retries,
         usd_per_million_tokens=float(cost.usd_per_million_tokens(per_gpu, count, rate * (s + o), share)),
         usd_per_million_generated_tokens=float(cost.usd_per_million_tokens(per_gpu, count, out, share)),
         usd_per_million_accepted_tokens=float(ownership.usd_per_million_accepted_tokens(
             per_gpu, count, out, utilisation, idle, retries)),
-        api=quote, api_usd_per_million_tokens=None, breakeven_tokens_per_day=None,
-        breakeven_requests_per_second=None, breakeven_utilisation=None,
-        note="" if quote is not None else f"no hosted API price for {catalog.model(model).id} in data/api-prices.toml",
+        breakeven=versus, note="" if quote is not None else f"no hosted API price for {name} in data/api-prices.toml",
     )
-    if quote is not None:
-        result.update(_breakeven(paid, quote, s, o, capacity, capacity / max(busy, 1e-300), retries, tokens_per_day))
-    return Comparison(**result)
 
 
-def _breakeven(paid: Bill, quote: hosted.ApiPrice, s: float, o: float, capacity: float, saturated: float,
-               retries: float, tokens_per_day: float | None) -> dict[str, Any]:
-    """The break-even fields of ``Comparison`` (``saturated``: tokens per day of the engine busy all day)."""
-    day = 24.0
-    fixed = paid.idle_usd_per_hour * day
-    variable = (paid.full_usd_per_hour - paid.idle_usd_per_hour) * day * 1e6 / saturated * (1 + retries)
-    price = float(quote.blended(s, o))
-    api_price = price * (1 + retries)
-    tokens = float(hosted.breakeven_tokens_per_day(fixed, api_price, variable))
-    used = float(hosted.implied_utilisation(tokens, capacity, retries)) if math.isfinite(tokens) else math.inf
-    out: dict[str, Any] = dict(
-        api_usd_per_million_tokens=price, breakeven_tokens_per_day=tokens,
-        breakeven_requests_per_second=tokens / (s + o) / hosted.SECONDS_PER_DAY, breakeven_utilisation=used,
-        note="" if used <= 1 else "at full load this deployment costs more per token than the API: self-hosting it "
-        "is never cheaper",
-    )
-    if tokens_per_day is not None:
-        replicas = int(hosted.replicas_for(tokens_per_day * (1 + retries), capacity))
-        mine = replicas * fixed + variable * tokens_per_day / 1e6
-        theirs = api_price * tokens_per_day / 1e6
-        out.update(tokens_per_day=float(tokens_per_day), replicas=replicas, self_usd_per_day=mine,
-                   api_usd_per_day=theirs, cheaper="self-host" if mine < theirs else "api")
-    return out
+def rented_breakeven(model: Any, workload: Workload, usd_per_gpu_hour: float, gpus: int,
+                     max_rate: float) -> BreakEven | None:
+    """``breakeven`` of a rented replica (a shortlist row: ``gpus`` GPUs at ``usd_per_gpu_hour`` serving up to
+    ``max_rate`` requests/s) against the cheapest API quote, at the workload's traffic; None without a quote,
+    a price or a capacity.
+
+    >>> w = Workload(rate=1.0, prompt_tokens=1000, output_tokens=300)
+    >>> b = rented_breakeven("llama-3.1-70b", w, 2.0, 2, 5.0)
+    >>> round(b.tokens_per_day / 1e6, 1), b.cheaper
+    (499.2, 'api')
+    """
+    s, o = float(workload.prompt_tokens), float(workload.output_tokens)
+    quote = hosted.cheapest(model, s, o)
+    if quote is None or not (math.isfinite(usd_per_gpu_hour) and max_rate > 0):
+        return None
+    hourly = usd_per_gpu_hour * gpus
+    return breakeven(quote, s, o, idle_usd_per_hour=hourly, full_usd_per_hour=hourly,
+                     capacity_tokens_per_day=max_rate * (s + o) * hosted.SECONDS_PER_DAY,
+                     tokens_per_day=workload.rate * (s + o) * hosted.SECONDS_PER_DAY)
