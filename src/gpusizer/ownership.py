@@ -270,8 +270,9 @@ def amortised_usd_per_hour(purchase_usd: Any, life_years: Any, cost_of_capital: 
     rate = np.asarray(cost_of_capital, dtype=float)
     if np.any(~np.isfinite(rate)) or np.any(rate < 0):
         raise ValueError(f"cost_of_capital must be >= 0, got {cost_of_capital!r}")
-    safe = np.where(rate > 0, rate, 1.0)
-    factor = np.where(rate > 0, safe / (1 - (1 + safe) ** -life), 1 / life)
+    # 1 - (1 + r)^-L as -expm1(-L log1p(r)): exact for tiny r, where it tends to L r (the straight line)
+    paid_off = -np.expm1(-life * np.log1p(rate))
+    factor = np.where(paid_off > 0, rate / np.where(paid_off > 0, paid_off, 1.0), 1 / life)
     return scalar_or_array(price * factor / HOURS_PER_YEAR)
 
 
