@@ -270,9 +270,10 @@ def amortised_usd_per_hour(purchase_usd: Any, life_years: Any, cost_of_capital: 
     rate = np.asarray(cost_of_capital, dtype=float)
     if np.any(~np.isfinite(rate)) or np.any(rate < 0):
         raise ValueError(f"cost_of_capital must be >= 0, got {cost_of_capital!r}")
-    # 1 - (1 + r)^-L as -expm1(-L log1p(r)): exact for tiny r, where it tends to L r (the straight line)
-    paid_off = -np.expm1(-life * np.log1p(rate))
-    factor = np.where(paid_off > 0, rate / np.where(paid_off > 0, paid_off, 1.0), 1 / life)
+    # 1 - (1 + r)^-L as -expm1(-L log1p(r)); below r L = 1e-6 the series 1/L + r (L + 1)/(2 L) (error ~ (r L)^2)
+    small = rate * life < 1e-6
+    paid_off = np.where(small, 1.0, -np.expm1(-life * np.log1p(rate)))
+    factor = np.where(small, 1 / life + rate * (life + 1) / (2 * life), rate / paid_off)
     return scalar_or_array(price * factor / HOURS_PER_YEAR)
 
 
@@ -296,13 +297,17 @@ def electricity_usd_per_hour(watts: Any, gpus: Any, usd_per_kwh: Any, pue: Any =
 def hosting_usd_per_hour(amount: Any, usd_per_month: Any) -> Any:
     r"""Hosting rent per hour of ``amount`` kW (or rack units) at ``usd_per_month`` each: :math:`k h / 730`. [USD/h]
 
+    A rate of 0 is hosting at home or in a room already paid for.
+
     Examples
     --------
     >>> hosting_usd_per_hour(5.6, 184.06) * 730
     1030.736
     """
-    return scalar_or_array(positive_array(amount, "amount") * positive_array(usd_per_month, "usd_per_month")
-                           / cost.HOURS_PER_MONTH)
+    rent = np.asarray(usd_per_month, dtype=float)
+    if np.any(~(rent >= 0)) or np.any(~np.isfinite(rent)):
+        raise ValueError(f"usd_per_month must be >= 0, got {usd_per_month!r}")
+    return scalar_or_array(positive_array(amount, "amount") * rent / cost.HOURS_PER_MONTH)
 
 
 def effective_utilisation(utilisation: Any = 1.0, idle: Any = 0.0) -> Any:

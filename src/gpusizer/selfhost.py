@@ -46,8 +46,9 @@ class Owning(BaseModel):
     """Facility power usage effectiveness (the default survey's). [-]"""
     colocation: str | None = None
     """Id of a colocation rate of ``data/ownership.toml`` (the default one)."""
-    usd_per_kw_month: Annotated[float, Field(gt=0)] | None = None
-    """Hosting rate per kW of committed power, replacing ``colocation``. [USD/(kW month)]"""
+    usd_per_kw_month: Annotated[float, Field(ge=0)] | None = None
+    """Hosting rate per kW of committed power, replacing ``colocation``; 0 for a room already paid for.
+    [USD/(kW month)]"""
     hosting_kw: Annotated[float, Field(gt=0)] | None = None
     """Committed power hosted at a per-kW rate (the GPUs' TDP). [kW]"""
     rack_units: Annotated[int, Field(gt=0)] | None = None
@@ -329,8 +330,9 @@ def compare(
     s, o = float(load.prompt_tokens), float(load.output_tokens)
     options = {"gpus": gpus, "layout": layout, "engine": engine, "weights": weights, "kv_cache": kv_cache}
     rate, out, busy, method, count = _capacity(model, gpu, load, slo, speculative, options)
+    device, _ = estimator.resolve_target(gpu, gpus)  # a system id names its GPU
     share = float(ownership.effective_utilisation(utilisation, idle))
-    paid = bill(gpu, count, busy * share, own=own, usd_per_gpu_hour=usd_per_gpu_hour)
+    paid = bill(device, count, busy * share, own=own, usd_per_gpu_hour=usd_per_gpu_hour)
     per_gpu = paid.usd_per_hour / count
     capacity = rate * (s + o) * hosted.SECONDS_PER_DAY
     name = catalog.model(model).id
@@ -340,7 +342,7 @@ def compare(
         capacity_tokens_per_day=capacity, saturated_tokens_per_day=capacity / max(busy, 1e-300), retries=retries,
         tokens_per_day=tokens_per_day)
     return Comparison(
-        model=name, gpu=catalog.gpu(gpu).id, gpus=count, prompt_tokens=s, output_tokens=o,
+        model=name, gpu=device.id, gpus=count, prompt_tokens=s, output_tokens=o,
         capacity_tokens_per_day=capacity, capacity_output_tokens_per_second=out, capacity_method=method,
         bill=paid, utilisation=utilisation, idle=idle, retries=retries,
         usd_per_million_tokens=float(cost.usd_per_million_tokens(per_gpu, count, rate * (s + o), share)),

@@ -28,7 +28,7 @@ EXAMPLES = (
     "gpusizer cost llama-3.1-8b rtx-4090 --own --electricity 0.30 --pue 1.0 --colo-kw-month 0 --utilisation 0.5 "
     "--idle 0.6 --retries 0.05 --currency EUR --exchange-rate 0.92@2026-12-01\n"
     "gpusizer cost llama-3.1-8b h100 --price 2.49 --api-price 0.05/0.08 --ttft-p95 500ms --tpot-p95 50ms --json\n"
-    "gpusizer cost deepseek-v3 hgx-h200-8x --weights fp8 --speculative mtp --own --cost-of-capital 0.08"
+    "gpusizer cost deepseek-v3 hgx-b200-8x --weights fp8 --speculative mtp --own --cost-of-capital 0.08"
 )
 
 

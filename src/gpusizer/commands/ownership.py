@@ -74,8 +74,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      f"{table.defaults['pue']})")
     own.add_argument("--colocation", choices=sorted(table.colocation), default=None,
                      help=f"colocation rate of data/ownership.toml (default {table.defaults['colocation']})")
-    own.add_argument("--colo-kw-month", type=common.positive_number, default=None,
-                     help="USD per kW of committed power per month, replacing --colocation")
+    own.add_argument("--colo-kw-month", type=_non_negative, default=None,
+                     help="USD per kW of committed power per month, replacing --colocation (0: hosted at home)")
     own.add_argument("--hosting-kw", type=common.positive_number, default=None,
                      help="kW committed at a per-kW rate (default: the GPUs' TDP)")
     own.add_argument("--rack-units", type=common.count, default=None,
