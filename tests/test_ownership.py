@@ -230,3 +230,15 @@ def test_amortisation_grows_with_interest_and_shrinks_with_life(price, life, r):
     assert ownership.amortised_usd_per_hour(price, life, r) >= ownership.amortised_usd_per_hour(price, life) * (
         1 - 1e-12)
     assert ownership.amortised_usd_per_hour(price, life + 1, r) < ownership.amortised_usd_per_hour(price, life, r)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: ownership.effective_utilisation("most", 0.0), "utilisation"),
+    (lambda: ownership.usd_per_million_accepted_tokens(1, 1, 1, retries="some"), "retries"),
+    (lambda: ownership.amortised_usd_per_hour(1000, 4, "low"), "cost_of_capital"),
+    (lambda: hosted.blended_usd_per_million_tokens("cheap", 1, 1, 1), "input_usd"),
+    (lambda: hosted.breakeven_tokens_per_day(-1.0, 1.0), "fixed_usd_per_day"),
+])
+def test_errors_name_the_argument(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()

@@ -29,7 +29,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpusizer import catalog, datafiles
-from gpusizer.checks import positive_array, scalar_or_array
+from gpusizer.checks import non_negative_array, positive_array, scalar_or_array
 
 __all__ = [
     "SECONDS_PER_DAY",
@@ -138,10 +138,8 @@ def blended_usd_per_million_tokens(input_usd: Any, output_usd: Any, prompt_token
     """
     s = positive_array(prompt_tokens, "prompt_tokens")
     o = positive_array(output_tokens, "output_tokens")
-    pin = np.asarray(input_usd, dtype=float)
-    pout = np.asarray(output_usd, dtype=float)
-    if np.any(~(pin >= 0)) or np.any(~(pout >= 0)):
-        raise ValueError("input_usd and output_usd must be >= 0")
+    pin = non_negative_array(input_usd, "input_usd")
+    pout = non_negative_array(output_usd, "output_usd")
     return scalar_or_array((s * pin + o * pout) / (s + o))
 
 
@@ -171,11 +169,9 @@ def breakeven_tokens_per_day(fixed_usd_per_day: Any, api_usd_per_million_tokens:
     >>> breakeven_tokens_per_day(100.0, 0.5, 0.5)
     inf
     """
-    fixed = np.asarray(fixed_usd_per_day, dtype=float)
-    if np.any(~(fixed >= 0)):
-        raise ValueError(f"fixed_usd_per_day must be >= 0, got {fixed_usd_per_day!r}")
-    margin = np.asarray(api_usd_per_million_tokens, dtype=float) - np.asarray(variable_usd_per_million_tokens,
-                                                                               dtype=float)
+    fixed = non_negative_array(fixed_usd_per_day, "fixed_usd_per_day")
+    margin = (non_negative_array(api_usd_per_million_tokens, "api_usd_per_million_tokens")
+              - non_negative_array(variable_usd_per_million_tokens, "variable_usd_per_million_tokens"))
     with np.errstate(divide="ignore", invalid="ignore"):
         return scalar_or_array(np.where(margin > 0, 1e6 * fixed / np.where(margin > 0, margin, 1.0), np.inf))
 
@@ -186,7 +182,8 @@ def replicas_for(tokens_per_day: Any, capacity_tokens_per_day: Any) -> Any:
     >>> replicas_for(50e6, 20e6), replicas_for(1.0, 20e6)
     (3, 1)
     """
-    need = np.asarray(tokens_per_day, dtype=float) / positive_array(capacity_tokens_per_day, "capacity_tokens_per_day")
+    capacity = positive_array(capacity_tokens_per_day, "capacity_tokens_per_day")
+    need = non_negative_array(tokens_per_day, "tokens_per_day") / capacity
     return scalar_or_array(np.maximum(1, np.ceil(need * (1 - 1e-12))).astype(int))
 
 
@@ -198,8 +195,6 @@ def implied_utilisation(tokens_per_day: Any, capacity_tokens_per_day: Any, retri
     >>> implied_utilisation(10e6, 40e6, retries=0.2)
     0.3
     """
-    rho = np.asarray(retries, dtype=float)
-    if np.any(~(rho >= 0)):
-        raise ValueError(f"retries must be >= 0, got {retries!r}")
-    return scalar_or_array(np.asarray(tokens_per_day, dtype=float) * (1 + rho)
+    rho = non_negative_array(retries, "retries")
+    return scalar_or_array(non_negative_array(tokens_per_day, "tokens_per_day") * (1 + rho)
                            / positive_array(capacity_tokens_per_day, "capacity_tokens_per_day"))

@@ -44,7 +44,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gpusizer import catalog, cost, datafiles
-from gpusizer.checks import positive_array, scalar_or_array
+from gpusizer.checks import non_negative_array, positive_array, scalar_or_array
 
 __all__ = [
     "HOURS_PER_YEAR",
@@ -267,9 +267,7 @@ def amortised_usd_per_hour(purchase_usd: Any, life_years: Any, cost_of_capital: 
     """
     price = positive_array(purchase_usd, "purchase_usd")
     life = positive_array(life_years, "life_years")
-    rate = np.asarray(cost_of_capital, dtype=float)
-    if np.any(~np.isfinite(rate)) or np.any(rate < 0):
-        raise ValueError(f"cost_of_capital must be >= 0, got {cost_of_capital!r}")
+    rate = non_negative_array(cost_of_capital, "cost_of_capital")
     # 1 - (1 + r)^-L as -expm1(-L log1p(r)); below r L = 1e-6 the series 1/L + r (L + 1)/(2 L) (error ~ (r L)^2)
     small = rate * life < 1e-6
     paid_off = np.where(small, 1.0, -np.expm1(-life * np.log1p(rate)))
@@ -287,8 +285,8 @@ def electricity_usd_per_hour(watts: Any, gpus: Any, usd_per_kwh: Any, pue: Any =
     >>> round(electricity_usd_per_hour(315.0, 8, 0.10, pue=1.5), 4)
     0.378
     """
-    pue_ = np.asarray(pue, dtype=float)
-    if np.any(~(pue_ >= 1)):
+    pue_ = non_negative_array(pue, "pue")
+    if np.any(pue_ < 1):
         raise ValueError(f"pue must be >= 1, got {pue!r}")
     energy = positive_array(watts, "watts") * positive_array(gpus, "gpus") * pue_ / 1000.0
     return scalar_or_array(energy * positive_array(usd_per_kwh, "usd_per_kwh"))
@@ -304,9 +302,7 @@ def hosting_usd_per_hour(amount: Any, usd_per_month: Any) -> Any:
     >>> hosting_usd_per_hour(5.6, 184.06) * 730
     1030.736
     """
-    rent = np.asarray(usd_per_month, dtype=float)
-    if np.any(~(rent >= 0)) or np.any(~np.isfinite(rent)):
-        raise ValueError(f"usd_per_month must be >= 0, got {usd_per_month!r}")
+    rent = non_negative_array(usd_per_month, "usd_per_month")
     return scalar_or_array(positive_array(amount, "amount") * rent / cost.HOURS_PER_MONTH)
 
 
@@ -325,8 +321,8 @@ def effective_utilisation(utilisation: Any = 1.0, idle: Any = 0.0) -> Any:
     >>> effective_utilisation(0.8, 0.25)
     0.6000000000000001
     """
-    u = np.asarray(utilisation, dtype=float)
-    i = np.asarray(idle, dtype=float)
+    u = non_negative_array(utilisation, "utilisation")
+    i = non_negative_array(idle, "idle")
     if np.any(~((u > 0) & (u <= 1))):
         raise ValueError(f"utilisation must be in (0, 1], got {utilisation!r}")
     if np.any(~((i >= 0) & (i < 1))):
@@ -361,9 +357,7 @@ def usd_per_million_accepted_tokens(
     >>> round(usd_per_million_accepted_tokens(3.6, 1, 1000.0, retries=0.25), 6)
     1.25
     """
-    rho = np.asarray(retries, dtype=float)
-    if np.any(~(rho >= 0)) or np.any(~np.isfinite(rho)):
-        raise ValueError(f"retries must be >= 0, got {retries!r}")
+    rho = non_negative_array(retries, "retries")
     share = effective_utilisation(utilisation, idle)
     return scalar_or_array(np.asarray(cost.usd_per_million_tokens(usd_per_gpu_hour, gpus, tokens_per_second,
                                                                   share)) * (1 + rho))
