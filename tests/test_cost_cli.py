@@ -73,3 +73,10 @@ def test_shortlist_shows_the_cheapest_hosted_price_and_the_breakeven(capsys):
     api = json.loads(capsys.readouterr().out)["hosted_api"]
     # 1 x 2.0 x 24 = 48 USD/day over 0.055 USD/Mtok (DeepInfra, 0.055 in and out) = 872.7M tokens/day
     assert api["api"]["provider"] == "DeepInfra" and api["tokens_per_day"] == pytest.approx(48 / 0.055e-6)
+
+
+def test_no_capacity_is_an_answer(capsys):
+    assert main(["cost", "llama-3.1-405b", "rtx-4090", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["usd_per_million_accepted_tokens"] is None and data["breakeven"] is None
+    assert "does not fit" in data["note"]

@@ -337,6 +337,9 @@ def compare(
     capacity = rate * (s + o) * hosted.SECONDS_PER_DAY
     name = catalog.model(model).id
     quote = api if api is not None else hosted.cheapest(model, s, o)
+    note = "" if quote is not None else f"no hosted API price for {name} in data/api-prices.toml"
+    if capacity <= 0:
+        quote, note = None, "the deployment serves no traffic (the model does not fit, or no rate meets the targets)"
     versus = None if quote is None else breakeven(
         quote, s, o, idle_usd_per_hour=paid.idle_usd_per_hour, full_usd_per_hour=paid.full_usd_per_hour,
         capacity_tokens_per_day=capacity, saturated_tokens_per_day=capacity / max(busy, 1e-300), retries=retries,
@@ -349,7 +352,7 @@ def compare(
         usd_per_million_generated_tokens=float(cost.usd_per_million_tokens(per_gpu, count, out, share)),
         usd_per_million_accepted_tokens=float(ownership.usd_per_million_accepted_tokens(
             per_gpu, count, out, utilisation, idle, retries)),
-        breakeven=versus, note="" if quote is not None else f"no hosted API price for {name} in data/api-prices.toml",
+        breakeven=versus, note=note,
     )
 
 

@@ -159,6 +159,8 @@ def text(result: Any, rate: Any = None) -> str:
     code = "USD" if rate is None else rate.currency
 
     def money(usd: float, digits: int = 2) -> str:
+        if not math.isfinite(usd):
+            return "none (no capacity)"
         value = usd if rate is None else float(rate.convert(usd))
         return f"{value:,.{digits}f} {code}"
 
@@ -181,7 +183,7 @@ def text(result: Any, rate: Any = None) -> str:
               f"{money(result.usd_per_million_accepted_tokens, 3)} per million accepted output tokens "
               f"(generated: {money(result.usd_per_million_generated_tokens, 3)})"]
     if b is None:
-        lines.append(f"  hosted API: {result.note}")
+        lines.append(f"  no break-even: {result.note}")
         return "\n".join(lines)
     api = b.api
     dated = f", {api.as_of.isoformat()}" if api.as_of else ""
