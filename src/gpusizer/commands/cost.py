@@ -82,12 +82,12 @@ def register(commands: Any) -> None:
     parser.add_argument("--output-tokens", "--output", dest="output", type=common.positive_tokens, default=256,
                         help="mean output tokens (default 256)")
     common.add_service_arguments(parser)
-    parser.add_argument("--price", type=common.positive_number, default=None,
+    parser.add_argument("--price", metavar="USD", type=common.positive_number, default=None,
                         help="rented: USD per GPU-hour (default: the typical quote of data/prices.toml)")
-    parser.add_argument("--api-price", type=_api_price, default=None,
+    parser.add_argument("--api-price", metavar="IN/OUT", type=_api_price, default=None,
                         help="hosted API price INPUT/OUTPUT in USD per million tokens, e.g. 0.13/0.40 (default: the "
                         "cheapest quote of data/api-prices.toml at the mix)")
-    parser.add_argument("--tokens-per-day", type=_traffic, default=None,
+    parser.add_argument("--tokens-per-day", metavar="T", type=_traffic, default=None,
                         help="a traffic (prompt + output tokens per day) to price both ways, e.g. 50M (= 50,000,000)")
     owning.add_arguments(parser)
     speculating.add_arguments(parser)

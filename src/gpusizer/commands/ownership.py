@@ -59,38 +59,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     own = parser.add_argument_group("cost of ownership (docs/ownership.md; defaults: data/ownership.toml)")
     own.add_argument("--own", action="store_true", help="price bought GPUs (amortised purchase + electricity x PUE "
                      "+ hosting) instead of rented GPU-hours")
-    own.add_argument("--purchase-price", type=common.positive_number, default=None,
+    own.add_argument("--purchase-price", metavar="USD", type=common.positive_number, default=None,
                      help="USD per GPU (default: the median purchase quote of data/ownership.toml)")
-    own.add_argument("--life-years", type=common.positive_number, default=None,
+    own.add_argument("--life-years", metavar="YEARS", type=common.positive_number, default=None,
                      help=f"years the purchase is paid off over (default {table.default('life').years:g}, "
                      f"{table.defaults['life']})")
-    own.add_argument("--cost-of-capital", type=_non_negative, default=0.0,
+    own.add_argument("--cost-of-capital", metavar="RATE", type=_non_negative, default=0.0,
                      help="yearly interest rate of the money, e.g. 0.08 (default 0: straight line)")
-    own.add_argument("--electricity", type=common.positive_number, default=None,
+    own.add_argument("--electricity", metavar="USD_PER_KWH", type=common.positive_number, default=None,
                      help=f"USD per kWh (default {table.default('electricity').usd_per_kwh:g}, "
                      f"{table.defaults['electricity']})")
-    own.add_argument("--pue", type=_at_least_one, default=None,
+    own.add_argument("--pue", metavar="PUE", type=_at_least_one, default=None,
                      help=f"facility power usage effectiveness (default {table.default('pue').value:g}, "
                      f"{table.defaults['pue']})")
     own.add_argument("--colocation", choices=sorted(table.colocation), default=None,
                      help=f"colocation rate of data/ownership.toml (default {table.defaults['colocation']})")
-    own.add_argument("--colo-kw-month", type=_non_negative, default=None,
+    own.add_argument("--colo-kw-month", metavar="USD", type=_non_negative, default=None,
                      help="USD per kW of committed power per month, replacing --colocation (0: hosted at home)")
-    own.add_argument("--hosting-kw", type=common.positive_number, default=None,
+    own.add_argument("--hosting-kw", metavar="KW", type=common.positive_number, default=None,
                      help="kW committed at a per-kW rate (default: the GPUs' TDP)")
-    own.add_argument("--rack-units", type=common.count, default=None,
+    own.add_argument("--rack-units", metavar="U", type=common.count, default=None,
                      help="rack units hosted at a per-cabinet rate (--colocation cabinet-low/-high)")
     use = parser.add_argument_group("utilisation and retries")
-    use.add_argument("--utilisation", type=_fraction(True, False), default=1.0,
+    use.add_argument("--utilisation", metavar="U", type=_fraction(True, False), default=1.0,
                      help="mean load while serving as a share of capacity, in (0, 1] (default 1)")
-    use.add_argument("--idle", type=_fraction(False, True), default=0.0,
+    use.add_argument("--idle", metavar="I", type=_fraction(False, True), default=0.0,
                      help="share of paid hours with no traffic, in [0, 1) (default 0)")
-    use.add_argument("--retries", type=_non_negative, default=0.0,
+    use.add_argument("--retries", metavar="R", type=_non_negative, default=0.0,
                      help="tokens generated again per delivered token (0.05: 5%% retried; default 0)")
     money = parser.add_argument_group("currency")
-    money.add_argument("--currency", default=None, help="show money in this ISO 4217 currency, e.g. EUR (needs "
-                       "--exchange-rate; default USD)")
-    money.add_argument("--exchange-rate", default=None,
+    money.add_argument("--currency", metavar="CODE", default=None,
+                       help="show money in this ISO 4217 currency, e.g. EUR (needs --exchange-rate; default USD)")
+    money.add_argument("--exchange-rate", metavar="RATE@DATE", default=None,
                        help="units of --currency per USD on a date, e.g. 0.92@2026-12-01 (no network: you state it)")
 
 
