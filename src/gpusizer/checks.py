@@ -189,3 +189,14 @@ def plain(value: Any) -> Any:
     if isinstance(value, np.generic):
         return value.item()
     return value
+
+
+def non_negative_array(value: Any, name: str) -> np.ndarray:
+    """``value`` as a float array, or ``ValueError`` naming ``name`` unless every element is finite and >= 0."""
+    try:
+        array = np.asarray(value, dtype=float)
+    except Exception:
+        raise ValueError(f"{name} must be a number >= 0, got {value!r}") from None
+    if not np.all(np.isfinite(array)) or np.any(array < 0):
+        raise ValueError(f"{name} must be a number >= 0, got {value!r}")
+    return array

@@ -127,6 +127,7 @@ COMMANDS: tuple[str, ...] = (
     "gpusizer.commands.throughput",
     "gpusizer.commands.curve",
     "gpusizer.commands.compare",
+    "gpusizer.commands.cost",
 )
 
 

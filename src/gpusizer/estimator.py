@@ -290,19 +290,14 @@ def estimate(
     numbers = unpack.model_numbers(record, w, experts, kv_name)
     sizes = memory_numbers(numbers, profile, engine_capacity(device, profile), count, ctx, users, plan)
     table = efficiency.bundled() if calibration is None else _calibrated(calibration, profile.name, device)
+    nic = scale_out_bandwidth(system)
     decode, prefill = performance.speed_of(
-        record, device, w, experts, kv_name, count, profile.name, plan, table, scale_out_bandwidth(system), ctx, users,
-        asked, None,
-    )
-    speculated = None if speculative is None else speculation.speculate(
-        record, device, w, experts, kv_name, count, profile, plan, table, scale_out_bandwidth(system), ctx, users,
-        speculative, decode, sizes)
+        record, device, w, experts, kv_name, count, profile.name, plan, table, nic, ctx, users, asked, None)
+    config = (record, device, w, experts, kv_name, count, profile, plan, table, nic, ctx, users)
+    speculated = None if speculative is None else speculation.speculate(*config, speculative, decode, sizes)
     cached = None if prefix is None else caching.cache_prefix(
-        record, device, w, experts, kv_name, count, profile, plan, table, scale_out_bandwidth(system), ctx, users,
-        asked, prefix, performance.Speed(decode, prefill), numbers, sizes)
-    adapted = None if lora is None else adapters.adapt(
-        record, device, w, experts, kv_name, count, profile, plan, table, scale_out_bandwidth(system), ctx, users,
-        lora, decode, numbers, sizes)
+        *config, asked, prefix, performance.Speed(decode, prefill), numbers, sizes)
+    adapted = None if lora is None else adapters.adapt(*config, lora, decode, numbers, sizes)
     offloaded = None if offload is None else offloading.offload(
         device, profile, count, numbers, sizes, decode, prefill, ctx, users, offload)
     return Estimate(

@@ -16,6 +16,7 @@ from typing import Any
 from gpusizer.commands import common
 from gpusizer.commands import offload as offloading
 from gpusizer.commands import images as imaging
+from gpusizer.commands import cost as costing
 from gpusizer.commands import prefix as prefixing
 from gpusizer.commands import speculative as speculating
 
@@ -129,7 +130,7 @@ def _shortlist(args: argparse.Namespace) -> str:
                 "slo": slo.model_dump(),
                 "price_source": table.price_source, "context_exceeds_model_max": table.context_exceeds_model_max,
                 "rows": table.to_dicts(),
-                "dropped": [vars(d) for d in table.dropped]}
+                "dropped": [vars(d) for d in table.dropped], "hosted_api": costing.shortlist_api_json(table)}
         return common.json_text(data)
     if args.csv:
         return table.to_csv().rstrip("\n")
@@ -200,5 +201,6 @@ def text(table: Any, top: int = 10) -> str:
         "--simulate cheapest.",
         "Bands: p10-p90 speed of the efficiency fit x lowest-highest price quote. Prices are indicative: "
         "pass --price GPU=USD.",
+        *costing.shortlist_footer(table),
     ]
     return "\n".join(lines)
