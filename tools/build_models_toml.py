@@ -70,7 +70,7 @@ ACTIVE_CONVENTION = {"gpt-oss": (False, True), "DeepSeek-V3": (True, True)}
 INFERRED_ACTIVE = {
     "DeepSeek-V2": "2.4B matches 2.45B without the input embedding, not 2.66B with it",
     "GLM-4.5": "12B/32B match 12.80B/32.86B without the input embedding, not 13.42B/33.63B with it",
-    "GLM-5": "40B matches 40.83B without the input embedding (truncated, as GLM-4.5's 32B is 32.86B), not 41.78B with it",
+    "GLM-5": "40B matches 40.83B without the input embedding (truncated, like GLM-4.5's), not 41.78B with it",
     "Nemotron 3": "3.2B matches 3.23B without the input embedding, not 3.58B with it",
 }
 #: Metadata fields of a Model; everything else is architecture, read from the config.
