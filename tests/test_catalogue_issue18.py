@@ -84,6 +84,17 @@ def test_kimi_k25_text_model_is_kimi_k2_with_int4_routed_experts():
     assert k25.weights == "int4" and set(k25.unquantized_roles) == {"attention", "ffn"}
 
 
+def test_qwen3_coder_30b_alias_is_its_own_record_and_counts_its_safetensors():
+    # ztxz16/fastllm copy of Qwen/Qwen3-Coder-30B-A3B-Instruct: model.safetensors.index.json total_size
+    # 61,064,245,248 B of BF16 = 30,532,122,624 parameters, exactly the per-tensor count of its config; the
+    # card says "30.5B in total and 3.3B activated" (3.35B with embedding and head, as for Qwen3-30B-A3B).
+    coder = gpusizer.model("qwen3-coder-30b-a3b")
+    c = architecture.parameter_counts(coder)
+    assert c.main == 61_064_245_248 // 2
+    assert c.main == pytest.approx(30.5 * G, rel=0.01) and c.active == pytest.approx(3.3 * G, rel=0.02)
+    assert coder.max_context == 262144 and gpusizer.model("qwen3-30b-a3b").max_context == 40960
+
+
 @pytest.mark.parametrize(
     ("model_id", "published", "rel"),
     [
