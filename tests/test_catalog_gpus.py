@@ -26,6 +26,9 @@ EXPECTED_GPU_IDS = (
     "rtx-a6000", "rtx-3090-ti", "rtx-4080", "rtx-4080-super", "rtx-4070-ti-super", "rtx-4060-ti-16gb",
     "rtx-5080", "rtx-a5000", "a40", "v100-sxm2-32gb", "apple-m1-max", "apple-m1-ultra", "apple-m2-max",
     "apple-m2-ultra", "apple-m4-pro",
+    # China-market and older cards (issue 18)
+    "h800-sxm", "a800-80gb-sxm", "a800-80gb-pcie", "l20", "l2", "rtx-4090d", "rtx-4090-48gb", "p40",
+    "v100-pcie-32gb", "v100-pcie-16gb",
 )  # fmt: skip
 
 EXPECTED_SYSTEM_IDS = (
@@ -34,7 +37,7 @@ EXPECTED_SYSTEM_IDS = (
 )  # fmt: skip
 
 GEFORCE = ("rtx-3090", "rtx-3090-ti", "rtx-4060-ti-16gb", "rtx-4070-ti-super", "rtx-4080", "rtx-4080-super",
-           "rtx-4090", "rtx-5080", "rtx-5090")  # fmt: skip
+           "rtx-4090", "rtx-5080", "rtx-5090", "rtx-4090d", "rtx-4090-48gb")  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -56,9 +59,9 @@ def systems(loaded):
 
 
 def test_file_loads_with_expected_counts(gpus, systems):
-    assert len(gpus) == 54
+    assert len(gpus) == 64
     assert len(systems) == 8
-    assert len(gpusizer.gpus()) == 54
+    assert len(gpusizer.gpus()) == 64
     assert len(gpusizer.systems()) == 8
 
 
@@ -84,7 +87,8 @@ def test_every_record_has_provenance(gpus, systems):
                          "rtx-3090", "rtx-4090", "h100-sxm", "h200-sxm",  # torch-visible totals from vLLM logs
                          # FP16-accumulate rates (GeForce) and Apple FP16/FP32 rates, 2026-12-03 (issue 16)
                          "rtx-4080", "rtx-5090", "rtx-5080", "apple-m1-max", "apple-m1-ultra", "apple-m2-max",
-                         "apple-m2-ultra", "apple-m3-max", "apple-m3-ultra", "apple-m4-max", "apple-m4-pro"}
+                         "apple-m2-ultra", "apple-m3-max", "apple-m3-ultra", "apple-m4-max", "apple-m4-pro",
+                         *EXPECTED_GPU_IDS[54:]}  # the issue-18 cards, compiled 2026-12-03
 
 
 def test_added_cards_cite_a_url(gpus):
@@ -97,11 +101,13 @@ def test_fingerprint(gpus, systems):
     # 235 rates = 194 from the reference table + 28 on the added cards + 13 derived tensor rates (issue 14:
     # FP16/BF16 on the RTX 3090 Ti and A5000, FP16/BF16/FP8 on the 4080 SUPER, 4070 Ti SUPER, 4060 Ti 16GB)
     # + 16 Apple rates (issue 16: FP32 and FP16 on the 8 Apple GPUs; the GeForce fp16_acc16 rates are not in
-    # RATE_PRECISIONS) = 251.
-    assert len(gpus) == 54
-    assert sum(g.memory_bandwidth for g in gpus.values()) == pytest.approx(1.460176e14, rel=1e-12)
-    assert round(sum(g.memory for g in gpus.values())) == 5_476_438_953_472
-    assert sum(1 for g in gpus.values() for r in catalog.RATE_PRECISIONS if getattr(g.dense, r)) == 251
+    # RATE_PRECISIONS) = 251; + 43 on the ten issue-18 cards (5 each on the H800, two A800s, L20, L2; 6 on the
+    # RTX 4090 D and 4090 48GB; 2 on the P40 and each V100 PCIe) = 294. Their bandwidths add 12.65 TB/s
+    # (3350 + 2039 + 1935 + 864 + 300 + 1008 + 1008 + 346 + 900 + 900 GB/s) and their memory 456 GB.
+    assert len(gpus) == 64
+    assert sum(g.memory_bandwidth for g in gpus.values()) == pytest.approx(1.460176e14 + 12.65e12, rel=1e-12)
+    assert round(sum(g.memory for g in gpus.values())) == 5_476_438_953_472 + 456_000_000_000
+    assert sum(1 for g in gpus.values() for r in catalog.RATE_PRECISIONS if getattr(g.dense, r)) == 294
     assert sum(s.gpu_count for s in systems.values()) == 256
 
 

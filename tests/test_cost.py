@@ -82,8 +82,10 @@ def test_price_table_fingerprint():
     # A data edit shows up here as a reviewed change: GPUs, quotes, and the sum of all quoted prices.
     table = cost.load_prices()
     quotes = [q.usd_per_hour for entry in table.values() for q in entry.quotes]
-    assert (len(table), len(quotes)) == (14, 50)
-    assert sum(quotes) == pytest.approx(113.671, abs=1e-6)
+    # issue 18 added 4 GPUs and 9 quotes: B300 5.00 + 7.25, GB200 10.50 + 4.54, T4 0.20 + 0.76 + 0.35 + 0.50,
+    # P40 0.11 (sum 29.21)
+    assert (len(table), len(quotes)) == (18, 59)
+    assert sum(quotes) == pytest.approx(113.671 + 29.21, abs=1e-6)
 
 
 def test_derived_prices_follow_the_documented_rule():
@@ -98,8 +100,8 @@ def test_user_prices_override_by_alias_and_unknown_gpus_are_named():
     table = cost.prices({"H100": 2.0, "4090": 0.5})
     assert table["h100-sxm"].typical == 2.0 and table["rtx-4090"].quotes[0].tier == "user"
     assert cost.price("h200", "max") == cost.load_prices()["h200-sxm"].max
-    with pytest.raises(KeyError, match="no price for gpu 'b300'"):
-        cost.price("b300")
+    with pytest.raises(KeyError, match="no price for gpu 'gb300'"):
+        cost.price("gb300")
     with pytest.raises(KeyError, match="unknown gpu"):
         cost.prices({"h1000": 1.0})
     with pytest.raises(ValueError, match="price of h100"):

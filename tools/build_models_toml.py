@@ -22,7 +22,7 @@ Published conventions (``[model.published]``):
   GLM-4.5-Air's 106B matches the count without its MTP layer (106.9B vs 109.2B with it).
 * ``active_includes_embedding`` / ``active_includes_head``: gpt-oss counts the unembedding but not the
   embedding (model card Table 1); DeepSeek-V3's 36.7B includes both (README_WEIGHTS). For
-  DeepSeek-V2-Lite, GLM-4.5 and Nemotron 3 the publisher does not say, and only the count without
+  DeepSeek-V2-Lite, GLM-4.5, GLM-5 and Nemotron 3 the publisher does not say, and only the count without
   the input embedding reproduces the published figure (``INFERRED_ACTIVE``; the model's notes say
   so). Elsewhere the schema default (both counted) is kept: it reproduces Mixtral's 12.9B and
   Qwen3-30B-A3B's 3.3B, which the count without the embedding does not.
@@ -70,6 +70,7 @@ ACTIVE_CONVENTION = {"gpt-oss": (False, True), "DeepSeek-V3": (True, True)}
 INFERRED_ACTIVE = {
     "DeepSeek-V2": "2.4B matches 2.45B without the input embedding, not 2.66B with it",
     "GLM-4.5": "12B/32B match 12.80B/32.86B without the input embedding, not 13.42B/33.63B with it",
+    "GLM-5": "40B matches 40.83B without the input embedding (truncated, like GLM-4.5's), not 41.78B with it",
     "Nemotron 3": "3.2B matches 3.23B without the input embedding, not 3.58B with it",
 }
 #: Metadata fields of a Model; everything else is architecture, read from the config.

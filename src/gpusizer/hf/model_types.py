@@ -74,6 +74,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "deepseek_v3": _DEEPSEEK_V3,
     "deepseek_v32": _DEEPSEEK_V3,
     "kimi_k2": _DEEPSEEK_V3,
+    "glm_moe_dsa": _DEEPSEEK_V3,
     "deepseek_v2": {"topk_method": "greedy"},
 }
 
@@ -99,6 +100,7 @@ ARCHITECTURES: dict[str, Callable[[Section], Fields]] = {
     "deepseek_v3": moe.deepseek,
     "deepseek_v32": moe.deepseek,
     "kimi_k2": moe.deepseek,
+    "glm_moe_dsa": moe.deepseek,
     "gpt_oss": moe.gpt_oss,
     "glm4_moe": moe.glm4_moe,
     "nemotron_h": moe.nemotron_h,

@@ -141,7 +141,8 @@ def llama4_text(cfg: Section) -> Fields:
 
 
 def deepseek(cfg: Section) -> Fields:
-    """DeepSeek-V2/V3, Kimi K2: MLA, ``first_k_dense_replace`` dense layers, MoE every ``moe_layer_freq``."""
+    """DeepSeek-V2/V3/V3.2, Kimi K2, GLM-5 (``glm_moe_dsa``): MLA, ``first_k_dense_replace`` dense layers,
+    MoE every ``moe_layer_freq``, DeepSeek Sparse Attention when the config has an indexer."""
     cfg.require("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "n_routed_experts")
     if "q_lora_rank" not in cfg.data:
         raise ValueError(f"{cfg.where} lacks essential keys: q_lora_rank (null for no query compression)")
