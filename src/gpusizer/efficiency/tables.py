@@ -107,6 +107,7 @@ def resolve(table: Table, engine: str, gpu_class: str, family: str, fabric: str)
         group=g.key,
         informed=bool(g.fitted),
         fp16_accumulate=e.fp16_accumulate,
+        dequantize_above=e.dequantize_above,
     )
 
 
