@@ -296,14 +296,15 @@ def _dequant_columns(
     codes: tuple[np.ndarray, ...],
 ) -> dict[str, np.ndarray]:
     """``Setup``'s dequantise-then-GEMM fields (``gpusizer.dequant``) per distinct model, GPU and engine: the
-    quantised dense weights of an ``integer_matmul`` engine with ``dequantize_above`` on a GPU with tensor cores
-    (not Apple's unified-memory GPUs, whose Metal kernels dequantise inside the GEMM)."""
+    GGUF-quantised dense weights (``Precision.covers_embeddings``) of an ``integer_matmul`` engine with ``dequantize_above`` on a GPU with tensor
+    cores (not Apple's unified-memory GPUs, whose Metal kernels dequantise inside the GEMM; not MXFP4/NVFP4,
+    which llama.cpp gained after PR #8075 and multiplies with ``mul_mat_q``)."""
     above = np.zeros((len(models), len(parts), len(engine_constants)))
     peak, ratio = np.zeros(above.shape), np.zeros(above.shape)
     for (i, x), (j, device), (k, c) in itertools.product(enumerate(models), enumerate(parts),
                                                          enumerate(engine_constants)):
         p = x.weights
-        if (c.integer_matmul and c.dequantize_above > 0 and _weight_only(p, True, device)
+        if (c.integer_matmul and c.dequantize_above > 0 and p.weight_only and p.covers_embeddings
                 and efficiency.gpu_class(device.memory_type) != "unified"):
             above[i, j, k] = c.dequantize_above
             peak[i, j, k] = roofline.tensor_peak(device.dense, "fp16", "fp16" if c.fp16_accumulate else "fp32")[0]

@@ -296,13 +296,15 @@ def step_seconds(
 ) -> Any:
     """Step time at the ceiling (``c`` None) or expected; phase ``decode`` or ``prefill``; ``overhead``:
     ``overhead_seconds`` of the step when the caller has it."""
+    cast = dequant.dequantised(step.tokens, s.dequant_above)  # quantised weights through the F16 cuBLAS GEMM
     mu = 1.0 if c is None else (c.decode_compute if phase == "decode" else c.compute)
     eta = 1.0 if c is None else c.bandwidth
     eta_kv = 1.0 if c is None else c.kv_bandwidth
-    mu_attention = 1.0 if c is None else c.compute
+    mu_attention = 1.0 if c is None else where(cast, c.dequant_compute, c.compute)
     mu_expert = mu if c is None else formulas.expert_compute_efficiency(mu, c.expert_compute)
+    mu = mu if c is None or phase == "decode" else where(cast, c.dequant_compute, mu)
     overlap = 1.0 if c is None else c.overlap  # the ceiling overlaps arithmetic and traffic completely
-    dense_peak = where(dequant.dequantised(step.tokens, s.dequant_above), s.dequant_peak, s.dense_peak)
+    dense_peak = where(cast, s.dequant_peak, s.dense_peak)
     operators = [
         roofline.roofline_time(step.dense_flops, step.dense_bytes, dense_peak, s.bandwidth,
                                compute_efficiency=mu, bandwidth_efficiency=eta, overlap=overlap),

@@ -229,5 +229,8 @@ class Constants:
     """``EngineEntry.fp16_accumulate`` of the engine."""
     dequantize_above: float = 0.0
     """``EngineEntry.dequantize_above`` of the engine. [token]"""
+    dequant_compute: float = 1.0
+    """Prefill compute efficiency of the dequantise-then-GEMM path: the engine's ``16bit`` group's, as it runs
+    the same cuBLAS FP16 GEMM as F16 weights (``gpusizer.dequant``). [-]"""
 
 

@@ -108,6 +108,7 @@ def resolve(table: Table, engine: str, gpu_class: str, family: str, fabric: str)
         informed=bool(g.fitted),
         fp16_accumulate=e.fp16_accumulate,
         dequantize_above=e.dequantize_above,
+        dequant_compute=group(table, key, gpu_class, "16bit").compute if e.dequantize_above > 0 else g.compute,
     )
 
 
