@@ -6,8 +6,8 @@ with FP16 tensor cores by first dequantising each weight matrix to F16 into a sc
 (``to_fp16_cuda``), then running a cuBLAS FP16 GEMM on it (ggerganov/llama.cpp:ggml-cuda.cu at commit
 005de59, ``ggml_cuda_mul_mat``: with ``CUDA_USE_TENSOR_CORES`` the MMQ kernels only up to
 ``MMQ_MAX_BATCH_SIZE`` tokens, else ``ggml_cuda_op_mul_mat_cublas``; the December 2023 builds 1671-1691
-behind the held-out rows log ``CUDA_USE_TENSOR_CORES: yes``). Each step therefore pays a memory-bound pass that reads the quantised
-weights and writes them as F16, and the GEMM runs at the FP16 tensor rate and reads F16 weights. Every
+behind the held-out rows log ``CUDA_USE_TENSOR_CORES: yes``). Each step therefore pays a memory-bound
+pass that reads the quantised weights and writes them as F16, and the GEMM runs at the FP16 tensor rate and reads F16 weights. Every
 llama.cpp measurement in ``data/calibration`` (builds of December 2023 to May 2024) ran this path.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["F16_BYTES", "dequantised", "dequant_pass_bytes", "gemm_weight_bytes"]
+__all__ = ["F16_BYTES", "dequant_pass_bytes", "dequantised", "gemm_weight_bytes"]
 
 #: Bytes of one F16 element, the scratch format of the dequantised weights. [B]
 F16_BYTES = 2.0

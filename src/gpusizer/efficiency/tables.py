@@ -89,6 +89,7 @@ def resolve(table: Table, engine: str, gpu_class: str, family: str, fabric: str)
     if fabric not in table.fabrics:
         raise ValueError(f"unknown fabric {fabric!r}; known: {', '.join(table.fabrics)}")
     e, f, g = table.engines[key], table.fabrics[fabric], group(table, key, gpu_class, family)
+    sixteen = group(table, key, gpu_class, "16bit") if e.dequantize_above > 0 else g  # gpusizer.dequant
     return Constants(
         bandwidth=g.bandwidth,
         compute=g.compute,
@@ -108,7 +109,7 @@ def resolve(table: Table, engine: str, gpu_class: str, family: str, fabric: str)
         informed=bool(g.fitted),
         fp16_accumulate=e.fp16_accumulate,
         dequantize_above=e.dequantize_above,
-        dequant_compute=group(table, key, gpu_class, "16bit").compute if e.dequantize_above > 0 else g.compute,
+        dequant_compute=sixteen.compute,
     )
 
 
