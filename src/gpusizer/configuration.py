@@ -297,8 +297,9 @@ def _dequant_columns(
 ) -> dict[str, np.ndarray]:
     """``Setup``'s dequantise-then-GEMM fields (``gpusizer.dequant``) per distinct model, GPU and engine: the
     GGUF-quantised dense weights (``Precision.covers_embeddings``) of an ``integer_matmul`` engine with
-    ``dequantize_above`` on a GPU with tensor cores (not Apple's unified-memory GPUs, whose Metal kernels dequantise inside the GEMM; not MXFP4/NVFP4,
-    which llama.cpp gained after PR #8075 and multiplies with ``mul_mat_q``)."""
+    ``dequantize_above`` on a GPU with tensor cores (not Apple's unified-memory GPUs, whose Metal kernels
+    dequantise inside the GEMM; not MXFP4/NVFP4, which llama.cpp gained after PR #8075 and multiplies with
+    ``mul_mat_q``)."""
     above = np.zeros((len(models), len(parts), len(engine_constants)))
     peak, ratio = np.zeros(above.shape), np.zeros(above.shape)
     for (i, x), (j, device), (k, c) in itertools.product(enumerate(models), enumerate(parts),

@@ -7,8 +7,9 @@ with FP16 tensor cores by first dequantising each weight matrix to F16 into a sc
 005de59, ``ggml_cuda_mul_mat``: with ``CUDA_USE_TENSOR_CORES`` the MMQ kernels only up to
 ``MMQ_MAX_BATCH_SIZE`` tokens, else ``ggml_cuda_op_mul_mat_cublas``; the December 2023 builds 1671-1691
 behind the held-out rows log ``CUDA_USE_TENSOR_CORES: yes``). Each step therefore pays a memory-bound
-pass that reads the quantised weights and writes them as F16, and the GEMM runs at the FP16 tensor rate and reads F16 weights. Every
-llama.cpp measurement in ``data/calibration`` (builds of December 2023 to May 2024) ran this path.
+pass that reads the quantised weights and writes them as F16, and the GEMM runs at the FP16 tensor rate and
+reads F16 weights. Every llama.cpp measurement in ``data/calibration`` (builds of December 2023 to May 2024)
+ran this path.
 """
 
 from __future__ import annotations
@@ -17,10 +18,16 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["F16_BYTES", "dequant_pass_bytes", "dequantised", "gemm_weight_bytes"]
+__all__ = ["F16_BYTES", "STREAM_EFFICIENCY", "dequant_pass_bytes", "dequantised", "gemm_weight_bytes"]
 
 #: Bytes of one F16 element, the scratch format of the dequantised weights. [B]
 F16_BYTES = 2.0
+
+#: Achieved bandwidth fraction of the dequantise pass, a pure streaming kernel (read blocks, write halves): the
+#: top of the kernel-level streaming ceiling of docs/methods.md#measured-bandwidth-efficiency, 83-90 % of the
+#: datasheet (FlashMLA 3,000 of 3,350 GB/s, deepseek-ai/FlashMLA:README.md; gpt-fast's A100 "empirical peak"
+#: 1,700 of 2,039 GB/s, pytorch-labs/gpt-fast:README.md). Fixed, not fitted: no row isolates the pass. [-]
+STREAM_EFFICIENCY = 0.9
 
 
 def dequantised(tokens: Any, above: Any) -> Any:

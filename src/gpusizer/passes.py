@@ -308,7 +308,7 @@ def step_seconds(
     operators = [
         roofline.roofline_time(step.dense_flops, step.dense_bytes, dense_peak, s.bandwidth,
                                compute_efficiency=mu, bandwidth_efficiency=eta, overlap=overlap),
-        divide(step.dequant_bytes, eta * s.bandwidth),  # its own kernel, reading the quantised blocks
+        divide(step.dequant_bytes, (1.0 if c is None else dequant.STREAM_EFFICIENCY) * s.bandwidth),  # own kernel
         roofline.roofline_time(step.expert_flops, step.expert_bytes, s.expert_peak, s.bandwidth,
                                compute_efficiency=mu_expert, bandwidth_efficiency=eta, overlap=overlap),
         roofline.roofline_time(step.attention_flops, step.kv_bytes, s.attention_peak, s.bandwidth,
