@@ -24,7 +24,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("records", ("gpusizer.catalog", "gpusizer.records", "gpusizer.hardware")),
     ("descriptions", ("gpusizer.architecture", "gpusizer.precision", "gpusizer.engines", "gpusizer.efficiency")),
     ("physics", ("gpusizer.memory", "gpusizer.roofline", "gpusizer.decode", "gpusizer.prefill", "gpusizer.images",
-                 "gpusizer.interconnect", "gpusizer.parallel")),
+                 "gpusizer.interconnect", "gpusizer.parallel", "gpusizer.dequant")),
     ("engine step", ("gpusizer.unpack", "gpusizer.step", "gpusizer.configuration", "gpusizer.passes",
                      "gpusizer.speculation")),
     ("speed and estimate", ("gpusizer.measurement", "gpusizer.performance", "gpusizer.prefix_cache", "gpusizer.lora",

@@ -87,6 +87,13 @@ class Setup:
     """The engine overlaps a prompt's chunks across pipeline stages."""
     links: Any = ""
     """Link classes the layout's collectives cross, for reports."""
+    dequant_above: Any = 0.0
+    """Tokens per step above which the weights are dequantised to F16 for a cuBLAS GEMM (``gpusizer.dequant``;
+    ``EngineEntry.dequantize_above`` where the weights are quantised on a CUDA/ROCm GPU), else 0. [token]"""
+    dequant_peak: Any = 0.0
+    """Peak of that FP16 GEMM (at the engine's accumulate precision). [FLOP/s]"""
+    dequant_ratio: Any = 0.0
+    """F16 bytes per stored byte of the dense weights (``dequant.dequant_pass_bytes``). [-]"""
 
 
 #: The CUDA compute capability in a catalogue architecture (``"Blackwell (GB202, sm_120)"``: 120).
@@ -249,6 +256,7 @@ def setups(
         name, link[j, q] = main_fabric(device, plan.gpus, plan)
         fabric[j, q] = fabrics.setdefault(name, len(fabrics))
     layout = _layout_columns(names, parts, plans, (e, g, n), table, scale_out)
+    layout.update(_dequant_columns(models, parts, engine_constants, (m, g, e)))
     classes: dict[str, int] = {}
     gpu_class = np.asarray([classes.setdefault(efficiency.gpu_class(d.memory_type), len(classes)) for d in parts])[g]
     main = [formats[x.experts if x.expert_bytes > x.dense_bytes else x.weights] for x in models]
@@ -281,6 +289,28 @@ def setups(
         **layout,
     )
     return Setup(**arrays), constants
+
+
+def _dequant_columns(
+    models: list[Any], parts: list[catalog.GPU], engine_constants: list[efficiency.Constants],
+    codes: tuple[np.ndarray, ...],
+) -> dict[str, np.ndarray]:
+    """``Setup``'s dequantise-then-GEMM fields (``gpusizer.dequant``) per distinct model, GPU and engine: the
+    GGUF-quantised dense weights (``Precision.covers_embeddings``) of an ``integer_matmul`` engine with
+    ``dequantize_above`` on a GPU with tensor cores (not Apple's unified-memory GPUs, whose Metal kernels
+    dequantise inside the GEMM; not MXFP4/NVFP4, which llama.cpp gained after PR #8075 and multiplies with
+    ``mul_mat_q``)."""
+    above = np.zeros((len(models), len(parts), len(engine_constants)))
+    peak, ratio = np.zeros(above.shape), np.zeros(above.shape)
+    for (i, x), (j, device), (k, c) in itertools.product(enumerate(models), enumerate(parts),
+                                                         enumerate(engine_constants)):
+        p = x.weights
+        if (c.integer_matmul and c.dequantize_above > 0 and p.weight_only and p.covers_embeddings
+                and efficiency.gpu_class(device.memory_type) != "unified"):
+            above[i, j, k] = c.dequantize_above
+            peak[i, j, k] = roofline.tensor_peak(device.dense, "fp16", "fp16" if c.fp16_accumulate else "fp32")[0]
+            ratio[i, j, k] = 16.0 / p.bits
+    return {"dequant_above": above[codes], "dequant_peak": peak[codes], "dequant_ratio": ratio[codes]}
 
 
 def _layout_columns(

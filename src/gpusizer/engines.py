@@ -131,7 +131,10 @@ ENGINES: dict[str, EngineProfile] = {
             activation="vllm",
             batched_tokens=8192,
             max_sequences=256,
-            source=("NVIDIA/TensorRT-LLM docs: KvCacheConfig free_gpu_memory_fraction 0.9, tokens_per_block 32",),
+            source=("NVIDIA/TensorRT-LLM docs: KvCacheConfig free_gpu_memory_fraction 0.9, tokens_per_block 32",
+                    "NVIDIA/TensorRT-LLM@fcd3f3168280 tensorrt_llm/llmapi/llm_args.py KvCacheConfig."
+                    "free_gpu_memory_fraction: 'The fraction of GPU memory fraction that should be allocated for the "
+                    "KV cache. Default is 90%.'"),
         ),
         EngineProfile.model_construct(
             name="llama.cpp",

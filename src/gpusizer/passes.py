@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from gpusizer import configuration, decode, efficiency, interconnect, parallel, prefill, roofline
+from gpusizer import configuration, decode, dequant, efficiency, interconnect, parallel, prefill, roofline
 from gpusizer import step as formulas
 from gpusizer.checks import map_arrays, scalar_or_array
 from gpusizer.numeric import divide, every, where
@@ -38,6 +38,8 @@ class Step(NamedTuple):
     alltoall_bytes: Any
     """What the busiest GPU moves in one MoE dispatch (or combine), its own share excluded. [B]"""
     touched: Any
+    dequant_bytes: Any = 0.0
+    """Traffic of dequantising the dense weights to F16 before a cuBLAS GEMM (``dequant.dequant_pass_bytes``). [B]"""
 
 
 def engine_step(
@@ -58,10 +60,11 @@ def engine_step(
     moved = formulas.activation_bytes(tokens, m.num_layers, m.hidden, m.ffn_width, m.vocab, m.act_bpe, tp)
     load = formulas.busiest_rank_assignments(routed, k, ep, tp, held)
     active = tokens > 0
+    cast = dequant.dequantised(tokens, s.dequant_above)  # the dequantise-then-GEMM path
     return Step(
         tokens=tokens,
         dense_flops=formulas.dense_flops(tokens, sequences * head, m.dense_params, m.head_params, tp),
-        dense_bytes=where(active, dense + moved, 0.0),
+        dense_bytes=where(active, where(cast, dequant.gemm_weight_bytes(dense, s.dequant_ratio), dense) + moved, 0.0),
         expert_flops=formulas.expert_flops(load, m.active_expert_params, k),
         expert_bytes=where(active, experts, 0.0),
         attention_flops=formulas.attention_flops(sequences, new, before, m.windows, m.heads, dims, m.state_elements,
@@ -74,6 +77,7 @@ def engine_step(
                                               m.dispatch_bpe)
         * formulas.alltoall_node_share(k, ep, where(new > 1, s.ep_nodes, 1)),  # prefill: NVLink-forwarding kernels
         touched=formulas.experts_touched(routed, m.num_experts, k, m.moe_layers),
+        dequant_bytes=where(active & cast, dequant.dequant_pass_bytes(dense, s.dequant_ratio), 0.0),
     )
 
 
@@ -95,6 +99,7 @@ def mixed_step(decodes: Step, prompts: Step) -> Step:
         allreduce_bytes=decodes.allreduce_bytes + prompts.allreduce_bytes,
         alltoall_bytes=decodes.alltoall_bytes + prompts.alltoall_bytes,
         touched=np.maximum(decodes.touched, prompts.touched),
+        dequant_bytes=np.maximum(decodes.dequant_bytes, prompts.dequant_bytes),
     )
 
 
@@ -294,15 +299,19 @@ def step_seconds(
 ) -> Any:
     """Step time at the ceiling (``c`` None) or expected; phase ``decode`` or ``prefill``; ``overhead``:
     ``overhead_seconds`` of the step when the caller has it."""
+    cast = dequant.dequantised(step.tokens, s.dequant_above)  # quantised weights through the F16 cuBLAS GEMM
     mu = 1.0 if c is None else (c.decode_compute if phase == "decode" else c.compute)
     eta = 1.0 if c is None else c.bandwidth
     eta_kv = 1.0 if c is None else c.kv_bandwidth
-    mu_attention = 1.0 if c is None else c.compute
+    mu_attention = 1.0 if c is None else where(cast, c.dequant_compute, c.compute)
     mu_expert = mu if c is None else formulas.expert_compute_efficiency(mu, c.expert_compute)
+    mu = mu if c is None or phase == "decode" else where(cast, c.dequant_compute, mu)
     overlap = 1.0 if c is None else c.overlap  # the ceiling overlaps arithmetic and traffic completely
+    dense_peak = where(cast, s.dequant_peak, s.dense_peak)
     operators = [
-        roofline.roofline_time(step.dense_flops, step.dense_bytes, s.dense_peak, s.bandwidth,
+        roofline.roofline_time(step.dense_flops, step.dense_bytes, dense_peak, s.bandwidth,
                                compute_efficiency=mu, bandwidth_efficiency=eta, overlap=overlap),
+        divide(step.dequant_bytes, (1.0 if c is None else dequant.STREAM_EFFICIENCY) * s.bandwidth),  # own kernel
         roofline.roofline_time(step.expert_flops, step.expert_bytes, s.expert_peak, s.bandwidth,
                                compute_efficiency=mu_expert, bandwidth_efficiency=eta, overlap=overlap),
         roofline.roofline_time(step.attention_flops, step.kv_bytes, s.attention_peak, s.bandwidth,
@@ -350,9 +359,10 @@ def overhead_seconds(step: Step, s: configuration.Setup, c: efficiency.Constants
 
 def bound_seconds(step: Step, s: configuration.Setup) -> tuple[Any, Any]:
     """Arithmetic and memory time of a step at the datasheet peaks."""
-    compute = (divide(step.dense_flops, s.dense_peak) + divide(step.expert_flops, s.expert_peak)
+    dense_peak = where(dequant.dequantised(step.tokens, s.dequant_above), s.dequant_peak, s.dense_peak)
+    compute = (divide(step.dense_flops, dense_peak) + divide(step.expert_flops, s.expert_peak)
                + divide(step.attention_flops, s.attention_peak))
-    memory_ = (step.dense_bytes + step.expert_bytes + step.kv_bytes) / s.bandwidth
+    memory_ = (step.dense_bytes + step.expert_bytes + step.kv_bytes + step.dequant_bytes) / s.bandwidth
     return compute, memory_
 
 

@@ -45,6 +45,9 @@ class Case:
     source: str = ""
     label: str = ""
     """The row's own wording (GPU, model, precision, engine) for the report."""
+    host_pcie: int | None = None
+    """PCIe generation of the measuring host's root ports where it is below the GPU's own (the link trains to
+    the lower of the two: a PCIe 4.0 card in a PCIe 3.0 server runs at 3.0; mapping column ``host_pcie``)."""
 
     @property
     def regime(self) -> str:
@@ -90,7 +93,8 @@ def load_cases(measurements: str | Path | None = None, mapping: str | Path | Non
     measurements : path, optional
         CSV in the calibration format (default: the bundled ``calibration/measurements.csv``).
     mapping : path, optional
-        CSV with ``id, use, model, gpu, engine, weights, kv_cache, split, reason`` (default: the
+        CSV with ``id, use, model, gpu, engine, weights, kv_cache, split, reason`` and optionally ``host_pcie``
+        (``Case.host_pcie``) (default: the
         bundled ``calibration/mapping.csv``). A row without a mapping is reported as excluded.
 
     Returns
@@ -129,6 +133,7 @@ def load_cases(measurements: str | Path | None = None, mapping: str | Path | Non
                 source=row.get("source", ""),
                 label=f"{row['gpu']} x{row.get('gpu_count') or '?'}; {row['model']}; "
                 f"{row['weight_precision'] or '?'}; {row['engine'] or '?'}",
+                host_pcie=int(m["host_pcie"]) if m.get("host_pcie") else None,
             )
         )
     return cases

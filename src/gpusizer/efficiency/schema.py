@@ -121,6 +121,9 @@ class EngineEntry:
     fp16_accumulate: bool = False
     """FP16 weight GEMMs accumulate in FP16 (cuBLAS ``CUBLAS_COMPUTE_16F``), so their peak is the FP16-accumulate
     rate where the GPU has one (``roofline.tensor_peak``; GeForce: twice the FP32-accumulate rate)."""
+    dequantize_above: float = 0.0
+    """Tokens per step above which an ``integer_matmul`` engine dequantises quantised weights to F16 and
+    multiplies them with a cuBLAS FP16 GEMM instead of its integer kernel (``gpusizer.dequant``); 0: never. [token]"""
     moe_layer_seconds: float = 0.0
     """Extra fixed cost per MoE layer and step: routing, token permutation, grouped-GEMM tails. [s]"""
     overlap: float = 1.0
@@ -224,5 +227,10 @@ class Constants:
     """Whether measurements informed the group's constants (else priors only: widen the band)."""
     fp16_accumulate: bool = False
     """``EngineEntry.fp16_accumulate`` of the engine."""
+    dequantize_above: float = 0.0
+    """``EngineEntry.dequantize_above`` of the engine. [token]"""
+    dequant_compute: float = 1.0
+    """Prefill compute efficiency of the dequantise-then-GEMM path: the engine's ``16bit`` group's, as it runs
+    the same cuBLAS FP16 GEMM as F16 weights (``gpusizer.dequant``). [-]"""
 
 

@@ -89,6 +89,7 @@ def resolve(table: Table, engine: str, gpu_class: str, family: str, fabric: str)
     if fabric not in table.fabrics:
         raise ValueError(f"unknown fabric {fabric!r}; known: {', '.join(table.fabrics)}")
     e, f, g = table.engines[key], table.fabrics[fabric], group(table, key, gpu_class, family)
+    sixteen = group(table, key, gpu_class, "16bit") if e.dequantize_above > 0 else g  # gpusizer.dequant
     return Constants(
         bandwidth=g.bandwidth,
         compute=g.compute,
@@ -107,6 +108,8 @@ def resolve(table: Table, engine: str, gpu_class: str, family: str, fabric: str)
         group=g.key,
         informed=bool(g.fitted),
         fp16_accumulate=e.fp16_accumulate,
+        dequantize_above=e.dequantize_above,
+        dequant_compute=sixteen.compute,
     )
 
 
