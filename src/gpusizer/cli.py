@@ -109,7 +109,7 @@ def _parser() -> argparse.ArgumentParser:
         listing.set_defaults(handler=handler)
     for module in COMMANDS:
         importlib.import_module(module).register(commands)
-    for sub in commands.choices.values():  # your own hardware, for every command (docs/own-hardware.md)
+    for sub in {id(p): p for p in commands.choices.values()}.values():  # your own hardware, every command once
         sub.add_argument("--gpu-file", type=Path, default=None, help="your own GPUs: a TOML file of [[gpu]] tables "
                          "in the schema of data/gpus.toml; their ids work as GPU arguments (GPU:field=value and "
                          "GPU:mig=3g.40gb work without a file)")

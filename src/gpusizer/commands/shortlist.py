@@ -14,9 +14,9 @@ import math
 from typing import Any
 
 from gpusizer.commands import common
-from gpusizer.commands import offload as offloading
-from gpusizer.commands import images as imaging
 from gpusizer.commands import cost as costing
+from gpusizer.commands import images as imaging
+from gpusizer.commands import offload as offloading
 from gpusizer.commands import prefix as prefixing
 from gpusizer.commands import speculative as speculating
 

@@ -38,7 +38,7 @@ def estimate_row(result: Estimate) -> dict[str, Any]:
     row: dict[str, Any] = {}
     for f in fields(result):
         value = getattr(result, f.name)
-        if f.name in ("speculation", "prefix_cache", "lora", "offload", "images"):  # estimate's options only: no sweep column
+        if f.name in ("speculation", "prefix_cache", "lora", "offload", "images"):  # options: no sweep column
             continue
         prefix = "" if f.name == "memory" else f"{f.name}_"
         if f.name in ("memory", "decode", "prefill", "parallel"):
