@@ -417,6 +417,14 @@ def finite(value: Any) -> Any:
     return value
 
 
+def number_text(value: Any, digits: int = 1) -> str:
+    """A number with thousands separators and ``digits`` decimals; an array as its range ``min-max``."""
+    try:
+        return f"{float(value):,.{digits}f}"
+    except TypeError:  # an array: its range
+        return f"{float(min(value)):,.{digits}f}-{float(max(value)):,.{digits}f}"
+
+
 def json_text(data: Any) -> str:
     """Strict JSON of ``data`` (indented): ``null`` for NaN and infinities, never a bare ``NaN``."""
     return json.dumps(finite(data), indent=2, allow_nan=False)

@@ -13,6 +13,7 @@ from typing import Any
 
 from gpusizer import lora as adapters
 from gpusizer.commands.common import CommandError
+from gpusizer.commands.common import number_text as _number
 
 __all__ = ["add_arguments", "lora", "text"]
 
@@ -63,13 +64,6 @@ def lora(args: argparse.Namespace) -> adapters.LoRA | None:
     count, rank = spec
     return adapters.LoRA(adapters=count, rank=rank, targets=args.lora_targets or adapters.MODULES,
                          max_loras=args.max_loras, max_cpu_loras=args.max_cpu_loras)
-
-
-def _number(value: Any, digits: int = 1) -> str:
-    try:
-        return f"{float(value):,.{digits}f}"
-    except TypeError:  # an array: its range
-        return f"{float(min(value)):,.{digits}f}-{float(max(value)):,.{digits}f}"
 
 
 def text(result: Any) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 from gpusizer import prefix_cache
 from gpusizer.commands.common import CommandError, positive_tokens, tokens
+from gpusizer.commands.common import number_text as _number
 
 __all__ = ["add_arguments", "prefix", "text", "workload"]
 
@@ -77,13 +78,6 @@ def workload(args: argparse.Namespace, traffic: Any) -> Any:
                                           "prefix_hit_rate": max(spec.hit_rate, float(rate))})
     rate = max(spec.hit_rate, min(1.0, spec.shared_tokens / traffic.prompt_tokens))
     return traffic.model_copy(update={"prefix_hit_rate": rate})
-
-
-def _number(value: Any, digits: int = 1) -> str:
-    try:
-        return f"{float(value):,.{digits}f}"
-    except TypeError:  # an array: its range
-        return f"{float(min(value)):,.{digits}f}-{float(max(value)):,.{digits}f}"
 
 
 def text(result: Any) -> str:

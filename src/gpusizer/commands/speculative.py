@@ -12,6 +12,7 @@ from typing import Any
 
 from gpusizer import cost, speculation
 from gpusizer.commands.common import CommandError
+from gpusizer.commands.common import number_text as _number
 
 __all__ = ["accepted_token_cost", "add_arguments", "speculative", "text"]
 
@@ -82,13 +83,6 @@ def accepted_token_cost(result: Any) -> dict[str, Any]:
         "usd_per_million_tokens_without": cost.usd_per_million_tokens(
             hourly, result.gpus, result.decode.expected_aggregate_tokens_per_second),
     }
-
-
-def _number(value: Any, digits: int = 1) -> str:
-    try:
-        return f"{float(value):,.{digits}f}"
-    except TypeError:  # an array: its range
-        return f"{float(min(value)):,.{digits}f}-{float(max(value)):,.{digits}f}"
 
 
 def text(result: Any) -> str:
