@@ -179,7 +179,12 @@ def map_arrays(function: Callable[[np.ndarray], Any], value: Any) -> Any:
 
 
 def plain(value: Any) -> Any:
-    """``value`` with arrays turned into lists and numpy scalars into Python ones (for JSON)."""
+    """``value`` with arrays turned into lists, numpy scalars into Python ones and records (dataclasses,
+    pydantic models) into dicts of their fields (for JSON)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if hasattr(value, "model_dump"):
+        return plain(value.model_dump())
     if isinstance(value, dict):
         return {key: plain(item) for key, item in value.items()}
     if isinstance(value, list | tuple):

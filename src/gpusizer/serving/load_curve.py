@@ -31,7 +31,7 @@ ceiling and band of ``throughput`` are not repeated per point).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -157,15 +157,8 @@ class LoadCurve:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (records as dicts)."""
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, Workload | SLO):
-                value = value.model_dump()
-            elif f.name == "points":
-                value = [asdict(p) for p in value]
-            out[f.name] = checks.plain(value)
-        return out
+        data: dict[str, Any] = checks.plain(self)
+        return data
 
 
 def _quantiles(step: StepModel, workload: Workload, rates: np.ndarray) -> tuple[list[Quantiles], list[Quantiles]]:

@@ -27,7 +27,7 @@ capacity and the latencies only); the ceiling and the band are always closed for
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gpusizer import catalog, checks, engines, parallel, unpack
@@ -173,15 +173,8 @@ class Throughput:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (records as dicts, tuples as lists); infinities stay floats."""
-        out: dict[str, Any] = {}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if isinstance(value, Workload | SLO):
-                value = value.model_dump()
-            elif value is not None and hasattr(value, "__dataclass_fields__"):
-                value = asdict(value)
-            out[f.name] = checks.plain(value)
-        return out
+        data: dict[str, Any] = checks.plain(self)
+        return data
 
 
 def _profile(engine: Any, max_sequences: int | None, batched_tokens: int | None) -> engines.EngineProfile:
