@@ -121,6 +121,21 @@ def test_capacity_is_the_edge_of_the_slo(deployment):
         assert (at.ttft.p95 <= 1.0 and at.tpot.p95 <= 0.03) is meets
 
 
+def test_prefill_pool_is_distserve_m_d_1_and_ttft_adds_its_parts():
+    # A prompt that fills vLLM's whole 8192-token budget leaves no room for a second one in its step, and a prefill
+    # instance has no decodes: its TTFT is M/D/1, DistServe's prefill-instance form (arXiv:2401.09670 section 3.1,
+    # docs/methods.md): D + R D^2 / (2 (1 - R D)) with D the prefill time and R the instance's rate.
+    w = Workload(rate=2.0, prompt_tokens=8192, output_tokens=128)
+    d = disaggregated("llama-3.1-8b", "h100-sxm", workload=w, prefill_gpus=2, decode_gpus=2, compare=False)
+    step = step_model("llama-3.1-8b", "h100-sxm", context=8193, max_prompt=131072)  # the grid disaggregated uses
+    service = float(marginal_prefill_seconds(step, np.array([8192.0]), 0.0)[0])
+    rate = 1.0  # 2 req/s over two prefill instances
+    assert d.prefill.ttft_mean == pytest.approx(service + rate * service**2 / (2 * (1 - rate * service)), rel=1e-9)
+    assert d.ttft.mean == pytest.approx(d.prefill.ttft_mean + d.transfer.exposed_seconds + d.decode.ttft_mean)
+    # the decode pool's part is about one decode step (the recomputed last block rides with the batch)
+    assert 0 < d.decode.ttft_mean < 3 * d.tpot.mean
+
+
 def test_comparison_with_the_aggregated_deployment(deployment):
     a = deployment.aggregated
     # the same 4 GPUs as four TP1 replicas (serving.throughput), and the ratio of the two capacities

@@ -81,6 +81,9 @@ class Pool:
     """Mean sequences decoding in one instance (0 in the prefill pool). [-]"""
     kv_capacity_tokens: float
     """Tokens one instance's KV pool holds. [token]"""
+    ttft_mean: float
+    """This pool's part of the mean TTFT: queue and prefill (prefill pool), the wait for a step and the first step
+    (decode pool); inf where unstable. [s]"""
     max_rate: float | None
     """Largest system rate the pool sustains within its part of the SLO (prefill: the TTFT target less the
     transfer and the idle decode pool's first step; decode: the TPOT target); None without that target. [1/s]"""
@@ -269,9 +272,11 @@ def _pools(setup: _Setup, x: int, y: int, slo: SLO | None, at: dict[str, Any]) -
         limits[1] = (best.rate * y, best.binding)
     p, d = at["prefill"], at["decode"]
     return (Pool("prefill", setup.prefill_plan.name, x, setup.prefill_plan.gpus, x * setup.prefill_plan.gpus,
-                 rate / x, float(min(p.busy, 1.0)), 0.0, setup.prefill[0].kv_capacity_tokens, *limits[0]),
+                 rate / x, float(min(p.busy, 1.0)), 0.0, setup.prefill[0].kv_capacity_tokens, float(p.ttft_mean),
+                 *limits[0]),
             Pool("decode", setup.decode_plan.name, y, setup.decode_plan.gpus, y * setup.decode_plan.gpus,
-                 rate / y, float(min(d.busy, 1.0)), float(d.batch), setup.decode[0].kv_capacity_tokens, *limits[1]))
+                 rate / y, float(min(d.busy, 1.0)), float(d.batch), setup.decode[0].kv_capacity_tokens,
+                 float(d.ttft_mean), *limits[1]))
 
 
 def _instances(gpus: int, plan: parallel.Layout, name: str) -> int:
