@@ -89,6 +89,15 @@ def test_transfer_grows_with_bytes_and_falls_with_bandwidth(size, factor, bandwi
     assert base >= size / bandwidth / layers * (1 - 1e-12)
 
 
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 200_000), st.integers(1, 50_000), st.sampled_from(["tp1", "tp2", "tp4"]))
+def test_kv_bytes_grow_with_the_prompt_and_shrink_with_tensor_parallel_shards(prompt, more, layout):
+    # llama-3.1-8b has 8 KV heads, so TP up to 8 shards them: bytes per GPU fall as 1/t
+    base = kv_transfer_bytes("llama-3.1-8b", prompt, layout=layout)
+    assert kv_transfer_bytes("llama-3.1-8b", prompt + more, layout=layout) >= base > 0
+    assert kv_transfer_bytes("llama-3.1-8b", prompt) == pytest.approx(base * int(layout[2:]))
+
+
 @pytest.fixture(scope="module")
 def deployment():
     w = Workload(rate=4, prompt_tokens=2048, output_tokens=256)
