@@ -202,6 +202,9 @@ def test_cli_text_and_json(capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["transfer"]["bytes_per_gpu"] == 256 * MIB and data["ratio_search"]["feasible"] is True
     assert data["name"] == data["ratio_search"]["name"]
+    assert main([*args, "--json", "--max-seqs", "8", "--no-compare"]) == 0
+    capped = json.loads(capsys.readouterr().out)
+    assert capped["aggregated"] is None and capped["decode"]["batch"] <= 8
     with pytest.raises(SystemExit) as bad:
         main(["disagg", "llama-3.1-8b", "h100", "--pd", "3x"])
     assert bad.value.code == 2 and "expected xPyD such as 1p3d" in capsys.readouterr().err

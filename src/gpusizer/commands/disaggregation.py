@@ -74,6 +74,10 @@ def register(commands: Any) -> None:
                         help="bound of --search-ratio per pool (default 16)")
     parser.add_argument("--no-compare", action="store_true", help="skip the aggregated deployment")
     parser.add_argument("--engine", default="vllm", help=f"engine profile: {', '.join(engines.ENGINES)}")
+    parser.add_argument("--max-seqs", type=common.count, default=None,
+                        help="sequences one instance runs at once (default: the engine profile's max_num_seqs)")
+    parser.add_argument("--max-batched-tokens", type=common.positive_tokens, default=None,
+                        help="token budget of one step (default: the engine profile's max_num_batched_tokens)")
     parser.add_argument("--weights", help="weight precision (default: checkpoint)")
     parser.add_argument("--kv-cache", help="KV-cache dtype (default: model activation dtype)")
     parser.add_argument("--json", action="store_true", help="every figure as strict JSON")
@@ -86,8 +90,12 @@ def _handler(args: argparse.Namespace) -> str:
     record = common.model(args.model)
     workload, slo = common.service(args, args.rate)
     link = kv_link(args.kv_link, args.gpu, latency=args.kv_link_latency)
+    caps = {name: value for name, value in (("max_sequences", args.max_seqs), ("batched_tokens",
+                                                                              args.max_batched_tokens))
+            if value is not None}
+    engine = engines.engine(args.engine).model_copy(update=caps) if caps else args.engine
     options = dict(prefill_layout=args.prefill_layout, decode_layout=args.decode_layout, link=link,
-                   layerwise=args.layerwise, engine=args.engine, weights=args.weights, kv_cache=args.kv_cache)
+                   layerwise=args.layerwise, engine=engine, weights=args.weights, kv_cache=args.kv_cache)
     x, y = args.pd
     ratio = None
     if args.search_ratio:
