@@ -30,7 +30,7 @@ shorter.
 Deliberate omissions: preemption (the scheduler reserves prompt + output tokens of KV cache when it
 admits a request, TensorRT-LLM's ``GUARANTEED_NO_EVICT`` policy; vLLM admits optimistically and
 preempts, so it holds up to ``(s + o) / (s + o/2)`` more sequences when memory binds), prefix
-caching, speculative decoding, disaggregated prefill, and inter-token-latency percentiles (TPOT here
+caching, speculative decoding, and inter-token-latency percentiles (TPOT here
 is the per-request mean, as ``vllm bench serve`` reports it). Sliding-window and recurrent layers
 enter the step time through a linear KV-read cost fitted at the workload's mean context.
 
@@ -40,7 +40,9 @@ Package layout
 ``step_table`` (``StepModel``, ``step_model`` and the step times read from the table), ``curve``
 (``concurrency_curve``), ``queueing`` (``load``: the closed forms), ``simulation`` (``simulate``) and
 ``capacity`` (``max_rate`` and its searches) and ``throughput`` (``throughput``: the three questions
-composed). Each imports only those before it. Import the public
+composed); ``kv_transfer`` (the KV hand-off: ``kv_link``, ``kv_transfer_bytes``, ``exposed_transfer_seconds``) and
+``disaggregation`` (``disaggregated`` and ``disaggregation_ratio``: xPyD prefill and decode pools,
+``docs/disaggregation.md``). Each imports only those before it. Import the public
 names from ``gpusizer.serving``.
 
 References
@@ -57,6 +59,16 @@ References
 
 from gpusizer.serving.capacity import MAX_RATE_METHODS, MaxRate, max_rate, max_rate_methods, max_rates_coarse
 from gpusizer.serving.curve import Curve, concurrency_curve
+from gpusizer.serving.disaggregation import (
+    Comparison,
+    Disaggregated,
+    Pool,
+    Ratio,
+    Transfer,
+    disaggregated,
+    disaggregation_ratio,
+)
+from gpusizer.serving.kv_transfer import KvLink, exposed_transfer_seconds, kv_link, kv_transfer_bytes
 from gpusizer.serving.queueing import Load, load
 from gpusizer.serving.simulation import Simulation, simulate
 from gpusizer.serving.step_table import (
@@ -84,21 +96,32 @@ __all__ = [
     "MAX_RATE_METHODS",
     "SLO",
     "Capacity",
+    "Comparison",
     "Curve",
+    "Disaggregated",
     "Distribution",
+    "KvLink",
     "Latency",
     "Lengths",
     "Load",
     "MaxRate",
     "Offline",
+    "Pool",
     "Quantiles",
+    "Ratio",
     "Simulation",
     "StepModel",
     "Throughput",
+    "Transfer",
     "Workload",
     "batch_limit",
     "budget_batch",
     "concurrency_curve",
+    "disaggregated",
+    "disaggregation_ratio",
+    "exposed_transfer_seconds",
+    "kv_link",
+    "kv_transfer_bytes",
     "length_quantiles",
     "load",
     "max_rate",
