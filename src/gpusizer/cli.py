@@ -128,7 +128,13 @@ COMMANDS: tuple[str, ...] = (
     "gpusizer.commands.curve",
     "gpusizer.commands.compare",
     "gpusizer.commands.cost",
+    "gpusizer.commands.serve",
 )
+
+
+def parser() -> argparse.ArgumentParser:
+    """The ``gpusizer`` argument parser (``gpusizer serve`` answers each request through it)."""
+    return _parser()
 
 
 def version() -> str:
