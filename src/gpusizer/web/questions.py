@@ -274,10 +274,13 @@ class SweepQuestion(Question):
 def _flag_field(question: Question, message: str) -> str | None:
     """The field of the first ``--flag`` that ``message`` names, or None."""
     names = {"--" + name.replace("_", "-"): name for name in type(question).model_fields}
-    names["--output-tokens"] = "output_tokens"
-    for word in message.replace("=", " ").split():
-        if word.strip(":,;") in names:
-            return names[word.strip(":,;")]
+    words = [word.strip(":,;'\"()") for word in message.replace("=", " ").split()]
+    for word in words:
+        if word in names:
+            return names[word]
+    for word in words:  # the library's own messages name the parameter
+        if word in type(question).model_fields:
+            return word
     return "model" if "MODEL" in message else None
 
 
