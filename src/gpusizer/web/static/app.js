@@ -106,7 +106,6 @@ function showBar(memory) {
     const item = document.createElement("li");
     const swatch = document.createElement("i");
     swatch.className = cls;
-    swatch.classList.add("swatch-" + cls);
     item.appendChild(swatch);
     const text = document.createElement("span");
     text.id = `memory-${cls}`;
@@ -211,7 +210,12 @@ async function ask(event) {
 
 function applyQuery() {
   const query = new URLSearchParams(location.search);
-  for (const [k, v] of query) if ($(k) && [...FIT_FIELDS, ...LOAD_FIELDS, ...PASTE_FIELDS].includes(k)) $(k).value = v;
+  for (const [k, v] of query) {
+    const el = $(k);
+    if (!el || ![...FIT_FIELDS, ...LOAD_FIELDS, ...PASTE_FIELDS].includes(k)) continue;
+    if (el.tagName === "SELECT" && ![...el.options].some((o) => o.value === v)) option(el, v, `${v} (as given)`);
+    el.value = v;
+  }
   if (query.has("config")) $("paste").open = true;
   return query.has("model") || query.has("config");
 }
