@@ -3,6 +3,7 @@
 import csv
 import io
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -10,16 +11,19 @@ import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("fastapi")
 pytest.importorskip("httpx")
 
-from fastapi.testclient import TestClient  # noqa: E402
+from fastapi.testclient import TestClient
 
-from gpusizer import catalog  # noqa: E402
-from gpusizer.cli import main  # noqa: E402
-from gpusizer.web.app import LOOPBACK_HOSTS, create_app  # noqa: E402
-from gpusizer.web.questions import Limits  # noqa: E402
+from gpusizer import catalog
+from gpusizer.cli import main
+from gpusizer.web import questions
+from gpusizer.web.app import LOOPBACK_HOSTS, create_app
+from gpusizer.web.questions import Limits
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -174,7 +178,8 @@ def test_work_limits_refuse_a_large_sweep_or_shortlist_naming_the_field():
         assert small.post("/api/sweep", json=big).status_code == 200
         r = small.post("/api/sweep", json={**big, "gpu_count": [1, 2]})  # 112 rows > 100
         assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "models"]
-        r = small.post("/api/shortlist", json={**SHORTLIST, "gpus": ["h100", "l40s", "h200"], "simulate": 1})  # 3x2x3 = 18
+        r = small.post("/api/shortlist", json={**SHORTLIST, "gpus": ["h100", "l40s", "h200"],
+                                                          "simulate": 1})  # 3 x 2 x 3 = 18 candidates
         assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "gpus"]
         r = small.post("/api/shortlist", json={**SHORTLIST, "simulate": 2})
         assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "simulate"]
@@ -258,3 +263,31 @@ def test_import_gpusizer_and_the_parser_do_not_import_fastapi():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": str(ROOT / "src")}).stdout
     assert out.strip() == "[]"
+
+
+def test_the_page_files_ship_in_the_package():
+    from importlib import resources
+
+    from gpusizer.web.app import STATIC
+
+    folder = resources.files("gpusizer.web").joinpath("static")
+    assert all(folder.joinpath(name).is_file() for name in STATIC)
+    page = folder.joinpath("index.html").read_text() + folder.joinpath("docs.html").read_text()
+    assert set(re.findall(r"/static/([\w.]+)", page)) <= set(STATIC)
+
+
+@settings(max_examples=15, deadline=None)
+@given(model=st.sampled_from(["llama-3.1-8b", "qwen3-30b-a3b", "gemma-3-27b"]),
+       gpu=st.sampled_from(["h100", "rtx-4090", "mi300x", "hgx-h200-8x"]),
+       context=st.integers(1, 131_072), concurrency=st.integers(1, 512),
+       kv_cache=st.sampled_from([None, "fp8", "bf16"]))
+def test_any_fit_question_is_answered_as_the_command_line_answers_it(model, gpu, context, concurrency, kv_cache):
+    # the invariant of the API: its JSON is the command's --json for the same flags, whatever they are
+    body = {"model": model, "gpu": gpu, "context": context, "concurrency": concurrency, "kv_cache": kv_cache,
+            "allow_beyond_max_context": True}
+    with TestClient(create_app()) as c:
+        r = c.post("/api/fit", json=body)
+    argv = ["fit", model, gpu, "--context", str(context), "--concurrency", str(concurrency),
+            "--allow-beyond-max-context", "--json", *(["--kv-cache", kv_cache] if kv_cache else [])]
+    assert r.status_code == 200, r.text
+    assert r.json() == json.loads(questions.run(argv))
