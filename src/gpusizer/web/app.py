@@ -215,9 +215,7 @@ def create_app(limits: Limits = LIMITS, hosts: tuple[str, ...] | None = None) ->
     async def fit(question: FitQuestion) -> Response:
         return await answer(question)
 
-    @app.post("/api/estimate", summary="the same as /api/fit")
-    async def estimate(question: FitQuestion) -> Response:
-        return await answer(question)
+    app.post("/api/estimate", summary="the same as /api/fit")(fit)
 
     @app.post("/api/layouts", summary="gpusizer layouts MODEL GPU --json")
     async def layouts(question: LayoutsQuestion) -> Response:
