@@ -291,6 +291,10 @@ def _page_routes(app: Any) -> None:
     def index() -> Response:
         return _static("index.html")
 
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> Response:
+        return Response(status_code=204)
+
     @app.get("/docs", include_in_schema=False)
     def docs() -> Response:
         return _static("docs.html")

@@ -178,15 +178,16 @@ class FitQuestion(_Model):
     command: ClassVar[str] = "fit"
     positional: ClassVar[tuple[str, ...]] = ("model", "gpu")
     gpu: GpuId = Field(description="GPU id or alias, or a system id (GET /api/gpus)")
-    weights: Name | None = None
-    kv_cache: KvCache = None
-    context: Tokens = None
+    weights: Name | None = Field(None, description="weight precision (GET /api/precisions); default: checkpoint")
+    kv_cache: KvCache = Field(None, description="KV-cache dtype; default: the model's activation dtype")
+    context: Tokens = Field(None, description="tokens per sequence, 32768 or '32k'; default 8k or the model's max")
     allow_beyond_max_context: bool = False
-    concurrency: Count = 1
-    prompt: PositiveTokens = None
-    gpus: Annotated[int | str | None, _cli_type(common.gpu_count)] = None
-    layout: Name | None = None
-    engine: Engine = "vllm"
+    concurrency: Count = Field(1, description="sequences resident at once")
+    prompt: PositiveTokens = Field(None, description="prompt tokens for prefill and TTFT; default: context")
+    gpus: Annotated[int | str | None, _cli_type(common.gpu_count)] = Field(
+        None, description="GPUs to split the model over; default 1 or the system's")
+    layout: Name | None = Field(None, description="tp, pp, ep, tp2xpp2, tp8+ep8, ...; default: the best valid one")
+    engine: Engine = Field("vllm", description="engine memory profile (GET /api/engines)")
 
     def check(self, limits: Limits) -> None:
         if self.gpus is not None and int(self.gpus) > limits.gpus:
