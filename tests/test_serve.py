@@ -291,3 +291,24 @@ def test_any_fit_question_is_answered_as_the_command_line_answers_it(model, gpu,
             "--allow-beyond-max-context", "--json", *(["--kv-cache", kv_cache] if kv_cache else [])]
     assert r.status_code == 200, r.text
     assert r.json() == json.loads(questions.run(argv))
+
+
+def test_more_fit_flags_under_options_are_the_cli_json(client, capsys):
+    options = {"speculative": "eagle", "prefix_cache": 0.6, "shared_prefix": "4k", "lora": "4:r16"}
+    r = client.post("/api/fit", json={"model": "llama-3.1-8b", "gpu": "h100", "concurrency": 8, "options": options})
+    assert r.status_code == 200, r.text
+    argv = ["fit", "llama-3.1-8b", "h100", "--concurrency", "8", "--speculative", "eagle", "--prefix-cache", "0.6",
+            "--shared-prefix", "4k", "--lora", "4:r16", "--json"]
+    assert r.json() == cli_json(capsys, argv) and {"speculation", "prefix_cache", "lora"} <= set(r.json())
+
+
+@pytest.mark.parametrize("options, says", [
+    ({"speculative": "eagle2"}, "options.speculative: one of draft, eagle, mtp"),
+    ({"no_kv_offload": "yes"}, "options.no_kv_offload: true or false"),
+    ({"gpu_file": "/etc/passwd"}, "no flag 'gpu_file'"),  # no flag that reads a file is offered
+    ({"calibration": "my.toml"}, "no flag 'calibration'"),
+])
+def test_an_invalid_option_is_a_422_naming_it(client, options, says):
+    r = client.post("/api/fit", json={**FLAGSHIP, "options": options})
+    assert r.status_code == 422 and r.json()["detail"][0]["loc"] == ["body", "options"]
+    assert says in r.json()["detail"][0]["msg"]

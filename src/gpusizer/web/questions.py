@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
 from gpusizer import catalog, checks, engines
@@ -138,8 +138,10 @@ class Question(BaseModel):
         for name in self.positional:
             out.append(model if name == "model" and model is not None else str(getattr(self, name)))
         fields = type(self).model_fields
-        for name, value in self:
-            if name in skip or value is None or value is False or value == fields[name].default:
+        for name, value in [*self, *(getattr(self, "options", None) or {}).items()]:
+            if name == "options" or name in skip or value is None or value is False:
+                continue
+            if name in fields and value == fields[name].default:
                 continue  # the command's own default
             flag = "--" + name.replace("_", "-")
             if value is True:
@@ -172,6 +174,31 @@ class _Model(Question):
         return self
 
 
+#: The flags of ``gpusizer fit`` a request may add under ``options`` (none of them names a file).
+FIT_OPTIONS = ("speculative", "draft", "draft_tokens", "acceptance", "eagle_version", "prefix_cache",
+               "shared_prefix", "prefix_granularity", "lora", "lora_targets", "max_loras", "max_cpu_loras",
+               "offload", "n_cpu_moe", "no_kv_offload", "cpu_offload_gb", "host", "host_bandwidth", "host_memory",
+               "images", "image_size", "video_frames")
+
+
+def option_problem(command: str, name: str, value: Any) -> str | None:
+    """Why the command's parser would refuse ``--name=value`` (its type and choices), or None."""
+    sub = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+    flag = "--" + name.replace("_", "-")
+    action = next(a for a in sub.choices[command]._actions if flag in a.option_strings)
+    if action.nargs == 0:  # a switch
+        return None if isinstance(value, bool) else "true or false"
+    if isinstance(value, bool):
+        return "expected a value, not true or false"
+    try:
+        read = action.type(str(value)) if callable(action.type) else str(value)
+    except (argparse.ArgumentTypeError, ValueError, TypeError) as error:
+        return str(error)
+    if action.choices is not None and read not in action.choices:
+        return f"one of {', '.join(map(str, action.choices))}"
+    return None
+
+
 class FitQuestion(_Model):
     """``gpusizer fit MODEL GPU ... --json``: does the model fit, with what memory and speed."""
 
@@ -188,6 +215,21 @@ class FitQuestion(_Model):
         None, description="GPUs to split the model over; default 1 or the system's")
     layout: Name | None = Field(None, description="tp, pp, ep, tp2xpp2, tp8+ep8, ...; default: the best valid one")
     engine: Engine = Field("vllm", description="engine memory profile (GET /api/engines)")
+    options: Annotated[dict[str, int | float | str | bool], Field(max_length=32)] = Field(
+        {}, description="more flags of gpusizer fit by name, read as the flags read them: "
+        + ", ".join(f"{name}" for name in FIT_OPTIONS))
+
+    @field_validator("options")
+    @classmethod
+    def _options(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        for name, item in (value or {}).items():
+            if name not in FIT_OPTIONS:
+                near = catalog.closest(name, FIT_OPTIONS)
+                raise ValueError(f"options: no flag {name!r}" + (f"; did you mean {', '.join(near)}?" if near else ""))
+            problem = option_problem(cls.command, name, item)
+            if problem:
+                raise ValueError(f"options.{name}: {problem}")
+        return value
 
     def check(self, limits: Limits) -> None:
         if self.gpus is not None and int(self.gpus) > limits.gpus:
@@ -201,6 +243,7 @@ class LayoutsQuestion(FitQuestion):
     objective: Literal["latency", "throughput"] = "latency"
     prompt: None = None
     layout: None = None
+    options: None = None  # type: ignore[assignment]
 
 
 class ShortlistQuestion(_Model):
