@@ -36,7 +36,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "gpusizer.shortlister", "gpusizer.calibration", "gpusizer.readers")),
     ("io and presentation", ("gpusizer.hf", "gpusizer.display", "gpusizer.plot", "gpusizer.curve_plot",
                              "gpusizer.cli",
-                             "gpusizer.commands", "gpusizer")),
+                             "gpusizer.commands", "gpusizer.web", "gpusizer")),
 )
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 60

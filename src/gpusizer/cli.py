@@ -129,7 +129,13 @@ COMMANDS: tuple[str, ...] = (
     "gpusizer.commands.compare",
     "gpusizer.commands.cost",
     "gpusizer.commands.disaggregation",
+    "gpusizer.commands.serve",
 )
+
+
+def parser() -> argparse.ArgumentParser:
+    """The ``gpusizer`` argument parser (``gpusizer serve`` answers each request through it)."""
+    return _parser()
 
 
 def version() -> str:
