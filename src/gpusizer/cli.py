@@ -128,6 +128,7 @@ COMMANDS: tuple[str, ...] = (
     "gpusizer.commands.curve",
     "gpusizer.commands.compare",
     "gpusizer.commands.cost",
+    "gpusizer.commands.from_cmd",
 )
 
 
