@@ -33,7 +33,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("questions", ("gpusizer.layouts", "gpusizer.grid", "gpusizer.sweeper", "gpusizer.serving", "gpusizer.cost",
                    "gpusizer.comparison", "gpusizer.ownership", "gpusizer.hosted", "gpusizer.selfhost",
                    "gpusizer.shortlister", "gpusizer.calibration", "gpusizer.readers")),
-    ("io and presentation", ("gpusizer.hf", "gpusizer.commandline", "gpusizer.display", "gpusizer.plot", "gpusizer.curve_plot",
+    ("io and presentation", ("gpusizer.hf", "gpusizer.commandline",
+                             "gpusizer.display", "gpusizer.plot", "gpusizer.curve_plot",
                              "gpusizer.cli",
                              "gpusizer.commands", "gpusizer")),
 )

@@ -32,7 +32,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ENGINE_FLAGS", "Flag", "LLAMA_CPP_AUTO_SLOTS", "SOURCES", "VLLM_LARGE_GPU_BYTES", "lookup"]
+__all__ = ["ENGINE_FLAGS", "LLAMA_CPP_AUTO_SLOTS", "SOURCES", "VLLM_LARGE_GPU_BYTES", "Flag", "lookup"]
 
 
 @dataclass(frozen=True)

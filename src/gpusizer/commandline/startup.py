@@ -141,11 +141,13 @@ def _context(s: dict[str, Any], record: catalog.Model, flag: str) -> int:
 
 
 def inputs(command: EngineCommand, record: catalog.Model, device: catalog.GPU, *, hint: str | None = None,
-           gpus: int | None = None) -> dict[str, Any]:
+           gpus: int | None = None, base: engines.EngineProfile | None = None) -> dict[str, Any]:
     """``estimate``'s keyword arguments for a command line (at one sequence; llama.cpp: every slot).
 
     ``hint`` is the weight precision the model's name says (``resolve_model``); ``gpus`` the GPUs
-    llama.cpp sees (it splits over every visible GPU; default 1). Unset settings take the engine's
+    llama.cpp sees (it splits over every visible GPU; default 1); ``base`` the engine profile the command's
+    flags change (default the engine's own: a version the command line does not say, e.g. vLLM before
+    v0.21, is given here). Unset settings take the engine's
     defaults (``EngineCommand.defaults``); vLLM's ``max_num_seqs`` and ``max_num_batched_tokens`` follow
     the GPU (1024 and 8192 on 70 GiB or more except A100, else 256 and 2048).
 
@@ -156,7 +158,7 @@ def inputs(command: EngineCommand, record: catalog.Model, device: catalog.GPU, *
         setting it; the message names the flag.
     """
     s = {**command.defaults, **command.settings}
-    profile = engines.engine(command.engine)
+    profile = base or engines.engine(command.engine)
     update: dict[str, Any] = {}
     out: dict[str, Any] = {"concurrency": 1}
     if command.engine == "llama.cpp":
@@ -197,7 +199,7 @@ def _llama_inputs(s: dict[str, Any], record: catalog.Model, profile: engines.Eng
     layers = str(s.get("gpu_layers", -1)).lower()
     on_gpu = None if layers in ("-1", "auto", "all") else _layers(layers)
     cpu_moe = record.num_layers if s.get("cpu_moe_all") else int(s.get("cpu_moe_layers") or 0)
-    needs = on_gpu is not None and on_gpu <= record.num_layers or cpu_moe or s.get("kv_on_host")
+    needs = (on_gpu is not None and on_gpu <= record.num_layers) or cpu_moe or s.get("kv_on_host")
     update = {"batched_tokens": int(s["batched_tokens"]), "max_sequences": slots}
     return {
         "gpus": visible, "layout": layout, "context": max(1, cells // slots), "concurrency": slots,
@@ -216,7 +218,7 @@ def _layers(text: str) -> int:
 
 def predict(command: EngineCommand, gpu: str | catalog.GPU | catalog.System, *,
             model: catalog.Model | None = None, gpus: int | None = None, prompt: int | None = None,
-            calibration: Any = None) -> Prediction:
+            calibration: Any = None, base: engines.EngineProfile | None = None) -> Prediction:
     """The engine's startup KV figures and the speed for one command line on one GPU type.
 
     Parameters
@@ -233,6 +235,8 @@ def predict(command: EngineCommand, gpu: str | catalog.GPU | catalog.System, *,
         Prompt tokens of the TTFT; default the context. [token]
     calibration : Calibration, optional
         Passed to ``estimate``.
+    base : EngineProfile, optional
+        The profile the command's flags change (``inputs``); default the engine's own.
 
     Returns
     -------
@@ -252,7 +256,7 @@ def predict(command: EngineCommand, gpu: str | catalog.GPU | catalog.System, *,
         model, hint = resolve_model(command.model)
     device, system_gpus = estimator.resolve_target(gpu, None)
     visible = gpus if gpus is not None else system_gpus
-    kwargs = inputs(command, model, device, hint=hint, gpus=visible)
+    kwargs = inputs(command, model, device, hint=hint, gpus=visible, base=base)
     result = estimator.estimate(model, gpu, **kwargs, prompt=prompt, calibration=calibration)
     startup = _startup(command, result, kwargs)
     busy = None
@@ -311,6 +315,7 @@ def startup_lines(engine: str, startup: dict[str, Any], context: int, slots: int
         tail = (f"(will not start: the KV cache holds {tokens:,} tokens, fewer than one {context:,}-token sequence)",)
     elif not startup["starts"]:
         tail = ("(will not start: the weights, KV cache and buffers exceed the GPU's memory)",)
+    lines: tuple[str, ...]
     if engine == "vllm":
         lines = (f"Available KV cache memory: {pool / units.GiB:.2f} GiB", f"GPU KV cache size: {tokens:,} tokens",
                  f"Maximum concurrency for {context:,} tokens per request: {startup['max_concurrency']:.2f}x")
@@ -318,7 +323,8 @@ def startup_lines(engine: str, startup: dict[str, Any], context: int, slots: int
         lines = (f"KV Cache is allocated. #tokens: {tokens}, K size: {pool / 2 / units.GiB:.2f} GB, "
                  f"V size: {pool / 2 / units.GiB:.2f} GB",)
     elif engine == "trtllm":
-        lines = (f"[MemUsageChange] Allocated {pool / units.GiB:.2f} GiB for max tokens in paged KV cache ({tokens:,}).",)
+        lines = (f"[MemUsageChange] Allocated {pool / units.GiB:.2f} GiB for max tokens in paged KV cache "
+                 f"({tokens:,}).",)
     else:
         lines = (f"llama_context: n_ctx = {tokens}, n_seq_max = {slots}",
                  f"llama_kv_cache: KV buffer size = {pool / MiB:.2f} MiB (per GPU)")
