@@ -308,3 +308,14 @@ def test_pool_tokens_are_per_gib_of_pool():
     # 0.4 of 79.22 GiB more budget, at 128 KiB per bf16 token (32 x 8 x 128 x 2 x 2 B)
     extra = (large.startup["kv_cache_bytes"] - small.startup["kv_cache_bytes"]) / GiB
     assert extra == pytest.approx(0.4 * 79.22, rel=1e-3)
+
+
+def test_human_readable_tokens_and_hf_quant_tags():
+    # vLLM human_readable_int: lower case decimal, upper case binary
+    assert parse("vllm serve m --max-model-len 25.6k").settings["context"] == 25600
+    assert parse("vllm serve m --max-model-len 32K").settings["context"] == 32768
+    with pytest.raises(ValueError, match="--max-model-len: '1.5' is not a whole number"):
+        parse("vllm serve m --max-model-len 1.5")
+    from gpusizer.commandline import resolve_model
+
+    assert resolve_model("unsloth/Qwen3-8B-GGUF:Q4_K_M") == (catalog.model("qwen3-8b"), "q4_k_m")

@@ -18,10 +18,9 @@ from gpusizer.commandline.flags import ENGINE_FLAGS, Flag, lookup
 
 __all__ = ["EngineCommand", "detect", "parse", "value_of"]
 
-_SUFFIX = {"k": 1000, "m": 1000**2, "g": 1000**3}
-"""Human-readable token counts (vLLM's and SGLang's ``human_readable_int``: ``32k`` = 32,000). Binary
-suffixes (``K``, ``M``) are 1024-based in vLLM; here the upper-case letters are read as 1024."""
-_BINARY = {"K": 1024, "M": 1024**2, "G": 1024**3}
+_SUFFIX = {"k": 1000, "m": 1000**2, "g": 1000**3, "K": 1024, "M": 1024**2, "G": 1024**3}
+"""Human-readable token counts (vLLM's and SGLang's ``human_readable_int``): lower-case suffixes decimal
+(``32k`` = 32,000, ``25.6k`` = 25,600), upper-case binary (``32K`` = 32,768)."""
 MAX_INT = checks.MAX_TOKENS
 """Largest integer any flag takes (2^24 = 16,777,216; a context or a count above it is refused). [-]"""
 
@@ -126,11 +125,12 @@ def _integer(text: str, readable: bool) -> int | None:
     scale = 1
     if readable and body[-1:] in _SUFFIX:
         scale, body = _SUFFIX[body[-1]], body[:-1]
-    elif readable and body[-1:] in _BINARY:
-        scale, body = _BINARY[body[-1]], body[:-1]
     try:
-        return int(body) * scale if "." not in body else None
-    except ValueError:
+        if "." not in body:
+            return int(body) * scale
+        value = float(body) * scale  # 25.6k: a whole number of tokens, or refused
+        return int(value) if scale > 1 and value == int(value) else None
+    except (ValueError, OverflowError):
         return None
 
 

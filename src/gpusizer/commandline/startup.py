@@ -29,7 +29,7 @@ NAME_PRECISION = {
     "mxfp4": "mxfp4", "q8_0": "q8_0", "q6_k": "q6_k", "q5_k_m": "q5_k_m", "q4_k_m": "q4_k_m", "q4_0": "q4_0",
     "q3_k_m": "q3_k_m", "q2_k": "q2_k", "bf16": "bf16", "f16": "fp16",
 }
-_NAME_NOISE = ("instruct", "chat", "hf", "it", "base", "2507")
+_NAME_NOISE = ("gguf", "instruct", "chat", "hf", "it", "base", "2507")
 
 #: ``--quantization`` methods (vLLM, SGLang) -> the precision gpusizer sizes them as; others: the checkpoint's.
 QUANTIZATION = {"fp8": "fp8", "awq": "int4", "awq_marlin": "int4", "gptq": "int4", "gptq_marlin": "int4",
@@ -78,9 +78,9 @@ def resolve_model(name: str) -> tuple[catalog.Model, str | None]:
         When nothing matches (naming the closest catalogue ids).
     """
     base = name.rstrip("/").rsplit("/", 1)[-1]
-    stem = base.lower().removesuffix(".gguf").split(":")[0]
-    hint = next((NAME_PRECISION[s] for s in sorted(NAME_PRECISION, key=len, reverse=True)
-                 if re.search(rf"[-_.]{re.escape(s)}$", stem)), None)
+    stem, _, tag = base.lower().removesuffix(".gguf").partition(":")  # llama.cpp -hf user/repo:Q4_K_M
+    hint = NAME_PRECISION.get(tag) or next((NAME_PRECISION[s] for s in sorted(NAME_PRECISION, key=len, reverse=True)
+                                            if re.search(rf"[-_.]{re.escape(s)}$", stem)), None)
     try:
         return common.model(name), hint
     except KeyError as error:
