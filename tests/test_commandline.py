@@ -314,7 +314,7 @@ def test_human_readable_tokens_and_hf_quant_tags():
     # vLLM human_readable_int: lower case decimal, upper case binary
     assert parse("vllm serve m --max-model-len 25.6k").settings["context"] == 25600
     assert parse("vllm serve m --max-model-len 32K").settings["context"] == 32768
-    with pytest.raises(ValueError, match="--max-model-len: '1.5' is not a whole number"):
+    with pytest.raises(ValueError, match=r"--max-model-len: '1\.5' is not a whole number"):
         parse("vllm serve m --max-model-len 1.5")
     from gpusizer.commandline import resolve_model
 
