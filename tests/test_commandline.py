@@ -2,15 +2,13 @@
 startup figures against the library's own estimate and against public startup logs
 (data/calibration/engine-memory-logs.csv through tools/engine_memory.py), and parse invariants."""
 
-import importlib.util
 import json
 import shlex
-import sys
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_engine_logs import _tool  # tools/engine_memory.py, loaded as test_engine_logs loads it
 
 import gpusizer
 from gpusizer import catalog, engines
@@ -18,16 +16,7 @@ from gpusizer.cli import main
 from gpusizer.commandline import ENGINE_FLAGS, parse, predict
 from gpusizer.units import GiB
 
-ROOT = Path(__file__).resolve().parents[1]
 MiB = 2.0**20
-
-
-def _tool():
-    spec = importlib.util.spec_from_file_location("engine_memory", ROOT / "tools" / "engine_memory.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 # --- parses, derived by hand from each engine's flag table -----------------------------------------------
