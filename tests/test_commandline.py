@@ -308,3 +308,26 @@ def test_human_readable_tokens_and_hf_quant_tags():
     from gpusizer.commandline import resolve_model
 
     assert resolve_model("unsloth/Qwen3-8B-GGUF:Q4_K_M") == (catalog.model("qwen3-8b"), "q4_k_m")
+
+
+def test_sglang_max_total_tokens_caps_the_pool():
+    free = predict(parse("python -m sglang.launch_server --model-path qwen3-8b --context-length 8192"), "h100")
+    capped = predict(parse("python -m sglang.launch_server --model-path qwen3-8b --context-length 8192 "
+                           "--max-total-tokens 100000"), "h100")
+    assert free.startup["kv_cache_tokens"] > 100_000 and capped.startup["kv_cache_tokens"] == 100_000
+    # Qwen3-8B bf16: 36 layers x 8 KV heads x 128 x 2 x 2 B = 144 KiB per token; 100,000 tokens = 13.73 GiB
+    assert capped.startup["kv_cache_bytes"] == pytest.approx(100_000 * 36 * 8 * 128 * 2 * 2, rel=1e-3)
+    assert capped.lines[0].startswith("KV Cache is allocated. #tokens: 100000, K size: 6.87 GB")
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.sampled_from(sorted(ENGINE_FLAGS)), st.data())
+def test_equals_form_is_the_spaced_form(engine, data):
+    flag = data.draw(st.sampled_from([f for f in ENGINE_FLAGS[engine] if f.kind != "switch"]))
+    name = data.draw(st.sampled_from(flag.names))
+    value = {"int": "4", "tokens": "4096", "fraction": "0.5", "number": "2", "split": "1,1", "text": "fp8"}[flag.kind]
+    program = {"vllm": ["vllm", "serve", "m"], "sglang": ["python", "-m", "sglang.launch_server", "--model", "m"],
+               "trtllm": ["trtllm-serve", "m"], "llama.cpp": ["llama-server", "-m", "m"]}[engine]
+    spaced, joined = parse([*program, name, value]), parse([*program, f"{name}={value}"])
+    assert (spaced.model, spaced.settings, spaced.defaults) == (joined.model, joined.settings, joined.defaults)
+    assert [f.replace("=", " ") for f in joined.ignored_flags] == list(spaced.ignored_flags)

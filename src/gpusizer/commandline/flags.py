@@ -13,7 +13,8 @@ Sources (flag names, aliases and defaults read from the engines' code):
 * SGLang: sgl-project/sglang@001067fffe33 ``python/sglang/srt/server_args.py`` (``ServerArgs``:
   ``model_path`` alias ``--model``, ``tp_size`` alias ``--tensor-parallel-size``, ``pp_size``,
   ``dp_size``, ``mem_fraction_static``/``max_running_requests``/``chunked_prefill_size``/``page_size``
-  default None, chosen at startup from the GPU; ``context_length`` default None: the model's); ``--tp``
+  default None, chosen at startup from the GPU; ``context_length`` default None: the model's;
+  ``max_total_tokens``: "the maximum number of tokens in the memory pool", default None); ``--tp``
   and ``--dp`` are argparse's unique-prefix abbreviations of ``--tp-size`` and ``--dp-size``, the
   spelling SGLang's own docs use.
 * TensorRT-LLM: NVIDIA/TensorRT-LLM@00209af149e7 ``tensorrt_llm/commands/serve.py`` (click options of
@@ -105,7 +106,8 @@ ENGINE_FLAGS: dict[str, tuple[Flag, ...]] = {
         Flag(("--dtype",), "dtype", "text", "auto"),
         Flag(("--disable-cuda-graph",), "enforce_eager", "switch", False),
         _ignored("--host"), _ignored("--port"), _ignored("--served-model-name"), _ignored("--tokenizer-path"),
-        _ignored("--max-total-tokens"), _ignored("--max-prefill-tokens"), _ignored("--schedule-policy"),
+        Flag(("--max-total-tokens",), "max_total_tokens", "tokens"),
+        _ignored("--max-prefill-tokens"), _ignored("--schedule-policy"),
         _ignored("--attention-backend"), _ignored("--log-level"), _ignored("--api-key"), _ignored("--load-format"),
         _ignored("--revision"), _ignored("--random-seed"), _ignored("--reasoning-parser"),
         _ignored("--tool-call-parser"), _ignored("--chat-template"), _ignored("--cuda-graph-max-bs"),

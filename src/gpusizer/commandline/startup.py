@@ -281,6 +281,9 @@ def _startup(command: EngineCommand, result: estimator.Estimate, kwargs: dict[st
     pool = result.kv_pool_bytes if off is None else off.kv_pool_bytes
     tokens = result.kv_pool_tokens if off is None or off.kv_pool_tokens is None else off.kv_pool_tokens
     tokens = int(tokens) // replicas
+    cap = command.settings.get("max_total_tokens")
+    if cap is not None and 0 < cap < tokens:  # SGLang --max-total-tokens: the pool is cut to the cap
+        pool, tokens = float(pool) * cap / tokens, int(cap)
     context = int(kwargs["context"])
     return {"kv_cache_bytes": float(pool), "kv_cache_tokens": tokens, "max_concurrency": tokens / context,
             "starts": bool(tokens >= context and (result.fits if off is None else off.fits))}
