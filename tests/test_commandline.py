@@ -331,3 +331,24 @@ def test_equals_form_is_the_spaced_form(engine, data):
     spaced, joined = parse([*program, name, value]), parse([*program, f"{name}={value}"])
     assert (spaced.model, spaced.settings, spaced.defaults) == (joined.model, joined.settings, joined.defaults)
     assert [f.replace("=", " ") for f in joined.ignored_flags] == list(spaced.ignored_flags)
+
+
+def test_llama_cpp_gpus_from_tensor_split_and_split_mode():
+    # -ts entries above 0 are the GPUs; -sm row splits like tensor parallelism, -sm none uses one GPU
+    def layout(flags, gpus=None):
+        p = predict(parse(f"llama-server -m llama-3.1-8b -c 4096 -np 1 {flags}"), "rtx-4090", gpus=gpus)
+        return p.inputs["layout"]
+
+    assert layout("-ts 1,1") == "layer2" and layout("-ts 3,1 -sm row") == "tp2"
+    assert layout("-sm none", gpus=4) == "layer1" and layout("", gpus=2) == "layer2"
+
+
+def test_a_system_id_and_data_parallel_replicas(capsys):
+    assert main(["from-cmd", "--gpu", "hgx-h200-8x", "--json", "--", "vllm", "serve", "llama-3.1-70b", "-tp", "4",
+                 "-dp", "2", "--max-model-len", "32768"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["gpus"], data["layout"]) == (8, "tp4xdp2")
+    # vLLM logs one data-parallel replica's pool: half the layout's tokens
+    e = gpusizer.estimate("llama-3.1-70b", "hgx-h200-8x", gpus=8, layout="tp4xdp2", context=32768,
+                          engine=engines.engine("vllm").model_copy(update={"max_sequences": 1024}))
+    assert data["startup"]["kv_cache_tokens"] == int(e.kv_pool_tokens) // 2
