@@ -34,7 +34,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "gpusizer.serving.kv_transfer", "gpusizer.serving.disaggregation", "gpusizer.cost",
                    "gpusizer.comparison", "gpusizer.ownership", "gpusizer.hosted", "gpusizer.selfhost",
                    "gpusizer.shortlister", "gpusizer.calibration", "gpusizer.readers")),
-    ("io and presentation", ("gpusizer.hf", "gpusizer.display", "gpusizer.plot", "gpusizer.curve_plot",
+    ("io and presentation", ("gpusizer.hf", "gpusizer.commandline",
+                             "gpusizer.display", "gpusizer.plot", "gpusizer.curve_plot",
                              "gpusizer.cli",
                              "gpusizer.commands", "gpusizer.web", "gpusizer")),
 )

@@ -130,6 +130,7 @@ COMMANDS: tuple[str, ...] = (
     "gpusizer.commands.cost",
     "gpusizer.commands.disaggregation",
     "gpusizer.commands.serve",
+    "gpusizer.commands.from_cmd",
 )
 
 
