@@ -44,7 +44,13 @@ def llama4_vision(vision: Section, top: Section, text_hidden: int) -> Vision:
     inner = vision.integer("intermediate_size", "ffn")
     p_in, p_out = vision.integer("projector_input_dim", "ffn"), vision.integer("projector_output_dim", "ffn")
     projector = inner * p_in + p_out * p_out + vision.integer("vision_output_dim", "ffn") * text_hidden
-    return _vit(vision, class_token=True, projector=projector)
+    shuffle = vision.raw("pixel_shuffle_ratio")
+    shuffle = 0.5 if shuffle is None else shuffle
+    if isinstance(shuffle, bool) or not isinstance(shuffle, int | float) or not 0 < shuffle <= 1 \
+            or abs(1 / shuffle - round(1 / shuffle)) > 1e-9:
+        raise ValueError(f"{vision.name('pixel_shuffle_ratio')} must be 1/k for a whole k, got {shuffle!r}")
+    tower = _vit(vision, class_token=True, projector=projector)
+    return tower.model_copy(update={"spatial_merge_size": round(1 / shuffle)})
 
 
 def pixtral(vision: Section, top: Section, text_hidden: int) -> Vision:
@@ -57,7 +63,7 @@ def pixtral(vision: Section, top: Section, text_hidden: int) -> Vision:
         "Pixtral vision tower counted as a ViT (plain GELU MLP, LayerNorm); it uses a gated MLP "
         "and RMSNorm, about a quarter more parameters"
     )
-    return _vit(vision, class_token=False, projector=projector)
+    return _vit(vision, class_token=False, projector=projector).model_copy(update={"spatial_merge_size": merge})
 
 
 def qwen25_vl(vision: Section, top: Section, text_hidden: int) -> Vision:
@@ -70,7 +76,8 @@ def qwen25_vl(vision: Section, top: Section, text_hidden: int) -> Vision:
     """
     vision.require("depth", "hidden_size", "intermediate_size", "patch_size", "out_hidden_size")
     width, patch = vision.integer("hidden_size", "hidden"), vision.integer("patch_size", "small")
-    merged = width * vision.integer("spatial_merge_size", "small", default=2) ** 2
+    merge = vision.integer("spatial_merge_size", "small", default=2)
+    merged = width * merge**2
     out = vision.integer("out_hidden_size", "hidden")
     return Vision(
         hidden_size=width,
@@ -86,6 +93,7 @@ def qwen25_vl(vision: Section, top: Section, text_hidden: int) -> Vision:
         position_embeddings=False,
         patch_bias=False,
         final_norm=False,
+        spatial_merge_size=merge,
     )
 
 
