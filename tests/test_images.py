@@ -134,3 +134,24 @@ def test_tile_rules_stay_within_their_tile_budget(h, w):
     assert 145 <= tokens <= 17 * 145 and patches == (rows * cols + (rows * cols > 1)) * 576
     n = images.internvl_tiles(h, w)
     assert 1 <= n <= 12 and images.internvl_tokens(h, w)[0] == 256 * (n + (n > 1))
+
+
+def test_gemma3_pan_and_scan_crops_hand_derived():
+    # 1024x768: r = 4/3 >= 1.2; floor(4/3 + 1/2) = 1, floor(1024/256) = 4 -> 1, raised to 2; crops 512 x 768 >= 256:
+    # 2 crops, so the image costs 256 x 3 = 768 tokens with pan-and-scan on
+    assert images.gemma3_crops(768, 1024) == 2.0
+    # 500 wide x 2000 tall: r = 4: floor(4.5) = 4, floor(2000/256) = 7 -> 4 crops of 500 x 500
+    assert images.gemma3_crops(2000, 500) == 4.0
+    # 1000 x 300: r = 3.33: floor(3.83) = 3, floor(1000/256) = 3 -> 3 crops of 334 x 300
+    assert images.gemma3_crops(300, 1000) == 3.0
+    # square, or too little elongation (1.19 < 1.2): none; 600 x 200: crops of 300 x 200, 200 < 256: none
+    assert images.gemma3_crops(896, 896) == 0.0 and images.gemma3_crops(1000, 1190) == 0.0
+    assert images.gemma3_crops(200, 600) == 0.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(16, 8000), st.integers(16, 8000))
+def test_gemma3_crops_are_none_or_between_2_and_4_and_symmetric(h, w):
+    c = images.gemma3_crops(h, w)
+    assert c == 0 or 2 <= c <= 4
+    assert images.gemma3_crops(w, h) == c  # the rule looks at the longer and shorter side only
