@@ -84,3 +84,23 @@ def test_new_models_fit_8_h200_or_say_they_do_not_without_nan(model_id):
     assert_no_nan(e)
     # BF16 GLM (88 GB a GPU) and INT4 K2-Thinking (70 GB) fit; FP8 K2-0905 (130 GB a GPU) does not under vLLM's 90 %
     assert e.fits == (model_id != "kimi-k2-instruct-0905")
+
+
+def test_qwen3_vl_8b_counts_its_deepstack_tower_to_the_safetensors_parameter():
+    # Hugging Face model API, Qwen/Qwen3-VL-8B-Instruct (revision 0c351dd0...): safetensors total 8,767,123,696.
+    # Text (Qwen3-8B dims, vocab 151,936 untied): 8,190,735,360. Tower: Conv3d 3 x 2 x 16^2 x 1152 + 1152 bias
+    # = 1,770,624; 2304 x 1152 position embeddings = 2,654,208; 27 blocks of 4(w^2 + w) + 2wf + f + w + 4w
+    # (w 1152, f 4304) = 15,239,504 each: 411,466,608; 415,891,440 in all. Mergers (m^2 w = 4608, out 4096):
+    # 4608^2 + 4608 + 4608 x 4096 + 4096 = 40,116,736 each, plus the main one's LayerNorm 2 x 1152 and the three
+    # DeepStack ones' 2 x 4608: 40,119,040 + 3 x 40,125,952 = 160,496,896. 576,388,336 + 8,190,735,360 = the API's.
+    merger = 4608 * 4608 + 4608 + 4608 * 4096 + 4096
+    tower = 1_770_624 + 2_654_208 + 27 * (4 * (1152**2 + 1152) + 2 * 1152 * 4304 + 4304 + 1152 + 4 * 1152)
+    model = gpusizer.model("qwen3-vl-8b")
+    c = architecture.parameter_counts(model)
+    assert tower == 415_891_440
+    assert c.vision == tower + (2 * 1152 + merger) + 3 * (2 * 4608 + merger)
+    assert c.main == 8_190_735_360 and c.main + c.vision == 8_767_123_696
+    assert model.vision is not None and model.vision.spatial_merge_size == 2 and model.vision.patch_size == 16
+    # image tokens by the Qwen rule with its 16 px patches: 1024x768 -> 768 x 1024 px -> 48 x 64 = 3072 patches, 768
+    from gpusizer.multimodal import Images, image_tokens
+    assert image_tokens(model, Images(count=1)) == ("qwen", 768.0, 3072.0)

@@ -83,10 +83,10 @@ class ImageLoad:
 
 
 def _rule(model: catalog.Model) -> str:
-    family = model.family.lower().replace(" ", "").replace("-", "")
+    family = model.family.lower().replace(" ", "").replace("-", "").replace("_", "")  # "Qwen2.5-VL", "qwen3_vl"
     if family.startswith("gemma3"):
         return "gemma3"
-    if family.startswith(("qwen2vl", "qwen2.5vl", "qwen3vl")):
+    if family.startswith(("qwen2vl", "qwen2.5vl", "qwen25vl", "qwen3vl")):
         return "qwen"
     if family.startswith(("mistral3", "pixtral", "mistralsmall3")):
         return "pixtral"

@@ -1,4 +1,5 @@
-"""Vision towers of multimodal wrappers (Gemma 3 SigLIP, Llama 4, Mistral 3 Pixtral, Qwen2.5-VL) as ``Vision`` records.
+"""Vision towers of multimodal wrappers (Gemma 3 SigLIP, Llama 4, Mistral 3 Pixtral, Qwen2.5-VL, Qwen3-VL) as
+``Vision`` records.
 
 ``WRAPPERS`` maps a wrapper ``model_type`` to its text ``model_type`` and its vision reader; the
 projector parameter counts are given in each reader's docstring and in ``gpusizer.hf``.
@@ -11,7 +12,7 @@ from collections.abc import Callable
 from gpusizer.catalog import Vision
 from gpusizer.hf.section import Section
 
-__all__ = ["WRAPPERS", "llama4_vision", "pixtral", "qwen25_vl", "siglip"]
+__all__ = ["WRAPPERS", "llama4_vision", "pixtral", "qwen3_vl", "qwen25_vl", "siglip"]
 
 
 def _vit(vision: Section, *, class_token: bool, projector: int) -> Vision:
@@ -97,10 +98,45 @@ def qwen25_vl(vision: Section, top: Section, text_hidden: int) -> Vision:
     )
 
 
+def qwen3_vl(vision: Section, top: Section, text_hidden: int) -> Vision:
+    """Qwen3-VL: a ViT with a biased Conv3d patch embedding, learned position embeddings
+    (``num_position_embeddings``, a square grid, interpolated), LayerNorm blocks with a plain GELU MLP, no final
+    norm; a merger of LayerNorm (w) + Linear (w m^2 x w m^2, bias) + Linear (w m^2 x ``out_hidden_size``, bias),
+    and one more merger per ``deepstack_visual_indexes`` entry whose LayerNorm acts after the shuffle (w m^2).
+
+    huggingface/transformers, src/transformers/models/qwen3_vl/modeling_qwen3_vl.py (``Qwen3VLVisionPatchEmbed``,
+    ``Qwen3VLVisionBlock``, ``Qwen3VLVisionPatchMerger``, ``deepstack_merger_list``).
+    """
+    vision.require("depth", "hidden_size", "intermediate_size", "patch_size", "out_hidden_size",
+                   "num_position_embeddings")
+    width, patch = vision.integer("hidden_size", "hidden"), vision.integer("patch_size", "small")
+    merge = vision.integer("spatial_merge_size", "small", default=2)
+    positions = vision.integer("num_position_embeddings", "vocab")
+    side = round(positions**0.5)
+    if side * side != positions:
+        raise ValueError(f"{vision.name('num_position_embeddings')} = {positions} is not a square grid")
+    deepstack = vision.items("deepstack_visual_indexes", 64) or []
+    merged, out = width * merge**2, vision.integer("out_hidden_size", "hidden")
+    linear = merged * merged + merged + merged * out + out
+    return Vision(
+        hidden_size=width,
+        num_layers=vision.integer("depth", "layers"),
+        intermediate_size=vision.integer("intermediate_size", "ffn"),
+        patch_size=patch,
+        image_size=side * patch,
+        num_channels=vision.integer("in_channels", "small", default=3),
+        projector_params=2 * width + linear + len(deepstack) * (2 * merged + linear),
+        temporal_patch_size=vision.integer("temporal_patch_size", "small", default=2),
+        final_norm=False,
+        spatial_merge_size=merge,
+    )
+
+
 #: Multimodal wrappers: text model_type and vision reader.
 WRAPPERS: dict[str, tuple[str, Callable[[Section, Section, int], Vision]]] = {
     "gemma3": ("gemma3_text", siglip),
     "llama4": ("llama4_text", llama4_vision),
     "mistral3": ("mistral", pixtral),
     "qwen2_5_vl": ("qwen2", qwen25_vl),
+    "qwen3_vl": ("qwen3", qwen3_vl),
 }
