@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpusizer import images
@@ -94,3 +94,64 @@ def test_window_never_exceeds_full_attention():
         4096, 1280, 3420, 32, gated=True
     )
     assert images.encoder_flops(10, 2, 3, 1, window=100) == pytest.approx(images.encoder_flops(10, 2, 3, 1))
+
+
+# --- Llama 4 tiles and InternVL dynamic tiling --------------------------------------------------------------
+
+
+def test_llama4_tiles_hand_derived():
+    # 1024x768 (W x H): s = min(b 336/1024, a 336/768); upscaling first reaches 1 at b = 4 (1.3125) and a = 3
+    # (1.3125); 3x4, 3x5 and 4x4 share s = 1.3125 and 3x4 has the fewest tiles: 12 tiles + the global tile.
+    assert images.llama4_tiles(768, 1024) == (3.0, 4.0)
+    assert images.llama4_tokens(768, 1024) == (12 * 145 + 145.0, 13 * 576.0)
+    # 300x200: 1x1 upscales by min(336/300, 336/200) = 1.12, the least of all; one tile and no global tile:
+    # <|image|> + 144 tokens
+    assert images.llama4_tokens(200, 300) == (145.0, 576.0)
+    # a 500 x 5000 strip can only shrink: 1 column of a rows scales by min(336/500, a 336/5000) = 0.672 from a = 10
+    assert images.llama4_tiles(5000, 500) == (10.0, 1.0)
+    # vectorised over images
+    rows, cols = images.llama4_tiles(np.array([768, 200]), np.array([1024, 300]))
+    assert list(rows) == [3.0, 1.0] and list(cols) == [4.0, 1.0]
+
+
+def test_internvl_tiles_hand_derived():
+    # 1024x768: aspect 4/3, met exactly by 4 columns x 3 rows (12 <= max 12): 12 tiles + thumbnail = 13 x 256
+    assert images.internvl_tokens(768, 1024) == (3328.0, 13312.0)
+    # 1500x1000: aspect 1.5 = 3/2: 6 tiles; 448x448: 1x1 (2x2 needs HW > 2 x 448^2); 896x896: 2x2
+    assert images.internvl_tiles(1000, 1500) == 6.0
+    assert images.internvl_tiles(448, 448) == 1.0 and images.internvl_tokens(448, 448) == (256.0, 1024.0)
+    assert images.internvl_tiles(896, 896) == 4.0
+    with pytest.raises(ValueError, match="max_tiles"):
+        images.internvl_tiles(448, 448, max_tiles=0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(16, 8000), st.integers(16, 8000))
+def test_tile_rules_stay_within_their_tile_budget(h, w):
+    rows, cols = images.llama4_tiles(h, w)
+    assert 1 <= rows * cols <= 16
+    tokens, patches = images.llama4_tokens(h, w)
+    assert 145 <= tokens <= 17 * 145 and patches == (rows * cols + (rows * cols > 1)) * 576
+    n = images.internvl_tiles(h, w)
+    assert 1 <= n <= 12 and images.internvl_tokens(h, w)[0] == 256 * (n + (n > 1))
+
+
+def test_gemma3_pan_and_scan_crops_hand_derived():
+    # 1024x768: r = 4/3 >= 1.2; floor(4/3 + 1/2) = 1, floor(1024/256) = 4 -> 1, raised to 2; crops 512 x 768 >= 256:
+    # 2 crops, so the image costs 256 x 3 = 768 tokens with pan-and-scan on
+    assert images.gemma3_crops(768, 1024) == 2.0
+    # 500 wide x 2000 tall: r = 4: floor(4.5) = 4, floor(2000/256) = 7 -> 4 crops of 500 x 500
+    assert images.gemma3_crops(2000, 500) == 4.0
+    # 1000 x 300: r = 3.33: floor(3.83) = 3, floor(1000/256) = 3 -> 3 crops of 334 x 300
+    assert images.gemma3_crops(300, 1000) == 3.0
+    # square, or too little elongation (1.19 < 1.2): none; 600 x 200: crops of 300 x 200, 200 < 256: none
+    assert images.gemma3_crops(896, 896) == 0.0 and images.gemma3_crops(1000, 1190) == 0.0
+    assert images.gemma3_crops(200, 600) == 0.0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(16, 8000), st.integers(16, 8000))
+def test_gemma3_crops_are_none_or_between_2_and_4_and_symmetric(h, w):
+    c = images.gemma3_crops(h, w)
+    assert c == 0 or 2 <= c <= 4
+    assert images.gemma3_crops(w, h) == c  # the rule looks at the longer and shorter side only

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusizer import architecture, catalog, estimate, multimodal
+from gpusizer import architecture, catalog, estimate, images, multimodal
 from gpusizer.cli import main
 from gpusizer.multimodal import Images
 
@@ -73,14 +73,38 @@ def test_qwen_rule_and_video_through_the_family() -> None:
     qwen = gemma.model_copy(update={"family": "Qwen2.5-VL", "id": "qwen-like"})
     assert multimodal.image_tokens(qwen, Images(count=2)) == ("qwen", 1998.0, 7992.0)
     assert multimodal.image_tokens(qwen, Images(count=1, frames=16)) == ("qwen", 7992.0, 31968.0)
-    # Mistral 3 (14 px, merge 2, longest edge 1540): 28 rows of 37 tokens + 1 break = 1064.
-    mistral = gemma.model_copy(update={"family": "Mistral 3", "id": "mistral-like"})
+    # Mistral 3 (Mistral Small 3.1's tower: 14 px, spatial merge 2, image_size 1540 = the longest edge): 1024x768
+    # fits; ceil(768/28) = 28 rows of ceil(1024/28) = 37 tokens + 1 [IMG_BREAK]/[IMG_END] = 1064; 28 x 37 x 4 patches.
+    tower = gemma.vision.model_copy(update={"patch_size": 14, "image_size": 1540, "spatial_merge_size": 2})
+    mistral = gemma.model_copy(update={"family": "Mistral 3", "id": "mistral-like", "vision": tower})
     assert multimodal.image_tokens(mistral, Images(count=1)) == ("pixtral", 1064.0, 4144.0)
+    # Pixtral-12B's tower (16 px patches, no merger, image_size 1024): 48 rows of 64 tokens + 1 = 3120 tokens,
+    # 3072 patches. Before the tower's merge and longest edge were read, the rule assumed merge 2 and 1540 px:
+    # 24 rows of 32 + 1 = 792 tokens, a 3.9x undercount.
+    pixtral = mistral.model_copy(update={"vision": tower.model_copy(
+        update={"patch_size": 16, "image_size": 1024, "spatial_merge_size": 1})})
+    assert multimodal.image_tokens(pixtral, Images(count=1)) == ("pixtral", 3120.0, 3072.0)
+    assert images.pixtral_tokens(768, 1024, patch=16) == (792.0, 3072.0)  # the old call: 24 rows x (32 + 1)
+
+
+def test_llama4_rule_through_the_catalogue() -> None:
+    # Llama 4 Scout's tower: 336 px tiles of 24 x 24 patches of 14 px, pixel shuffle 1/2 -> 144 tokens a tile.
+    # 1024x768: 12 tiles (3 x 4) + the global tile; 12 x (144 + 1 separator) + <|image|> + 144 = 1885 tokens,
+    # 13 x 576 = 7488 patches; two images 3770 tokens. The encoder runs over 26 tiles of 576 patches each.
+    scout = catalog.model("llama-4-scout")
+    assert scout.vision is not None and scout.vision.spatial_merge_size == 2
+    assert multimodal.image_tokens(scout, Images(count=2)) == ("llama4", 3770.0, 14976.0)
+    e = estimate("llama-4-scout", "h200", gpus=8, context=8192, images=Images(count=2))
+    assert e.images is not None and e.context == 8192 + 3770
+    v = scout.vision
+    assert e.images.encoder_flops == pytest.approx(
+        26 * images.encoder_flops(576, v.hidden_size, v.intermediate_size, v.num_layers))
 
 
 def test_unmodelled_and_text_models_raise() -> None:
     with pytest.raises(ValueError, match="no published image-token rule"):
-        estimate("llama-4-scout", "h100-sxm", gpus=4, images=Images(count=1))
+        estimate(catalog.model("llama-4-scout").model_copy(update={"family": "Phi-4-MM", "id": "x"}), "h100-sxm",
+                 gpus=4, images=Images(count=1))
     with pytest.raises(ValueError, match="no vision tower"):
         estimate("llama-3.1-8b", "h100-sxm", images=Images(count=1))
     with pytest.raises(ValueError, match="video"):

@@ -20,7 +20,8 @@ from pathlib import Path
 #: The layers of ``docs/architecture.md``, bottom first: a module may import its own layer and the
 #: ones below. Entries are module names; a package's name covers its submodules.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("gpusizer.units", "gpusizer.checks", "gpusizer.numeric", "gpusizer.datafiles", "gpusizer.presentation")),
+    ("base", ("gpusizer.units", "gpusizer.checks", "gpusizer.numeric", "gpusizer.datafiles", "gpusizer.presentation",
+              "gpusizer.currency")),
     ("records", ("gpusizer.catalog", "gpusizer.records", "gpusizer.hardware")),
     ("descriptions", ("gpusizer.architecture", "gpusizer.precision", "gpusizer.engines", "gpusizer.efficiency")),
     ("physics", ("gpusizer.memory", "gpusizer.roofline", "gpusizer.decode", "gpusizer.prefill", "gpusizer.images",

@@ -36,7 +36,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpusizer import catalog, datafiles
+from gpusizer import currency as money
 from gpusizer.checks import instance, one_of, positive_array, scalar_or_array
+from gpusizer.currency import Currency
 
 __all__ = [
     "HOURS_PER_MONTH",
@@ -77,7 +79,7 @@ class PriceQuote(_Record):
     """One price of one GPU-hour, where and when it was read."""
 
     usd_per_hour: Annotated[float, Field(gt=0)]
-    """Price of one GPU for one hour. [USD/h]"""
+    """Price of one GPU for one hour, in ``currency`` (US dollars unless it says otherwise). [USD/h]"""
     tier: Tier
     """``on-demand``, ``reserved``, ``spot``, ``hyperscaler``, ``listed`` (disputed label) or ``user``."""
     provider: str
@@ -87,6 +89,9 @@ class PriceQuote(_Record):
     """Date the source gives for its price."""
     checked: datetime.date | None = None
     """Date the quote was copied into the table."""
+    currency: Currency = "USD"
+    """ISO 4217 code of the price (``gpusizer.currency.CODES``); a quote not in USD is kept but never converted: it is
+    left out of ``min``, ``typical`` and ``max`` (``GpuPrice.excluded``)."""
 
 
 #: Tiers each derived figure uses: spot (interruptible) and hyperscaler list prices are kept for
@@ -106,10 +111,23 @@ class GpuPrice(_Record):
     quotes: tuple[PriceQuote, ...] = Field(min_length=1)
 
     def _of(self, level: str) -> list[float]:
-        values = [q.usd_per_hour for q in self.quotes if q.tier in TIERS_FOR[level]]
+        values = [q.usd_per_hour for q in self.quotes if q.tier in TIERS_FOR[level] and q.currency == money.BASE]
         if not values:
-            raise ValueError(f"{self.id}: no on-demand, listed or user quote to derive a {level} price from")
+            others = sorted({q.currency for q in self.quotes} - {money.BASE})
+            left = f" (quotes in {', '.join(others)} are not converted)" if others else ""
+            raise ValueError(f"{self.id}: no on-demand, listed or user quote in USD to derive a {level} price "
+                             f"from{left}")
         return values
+
+    @property
+    def currency(self) -> str:
+        """The currency of ``min``, ``typical`` and ``max``: always US dollars (``gpusizer.currency.BASE``)."""
+        return money.BASE
+
+    @property
+    def excluded(self) -> tuple[tuple[PriceQuote, str], ...]:
+        """Quotes left out of every derived figure for their currency, each with the reason."""
+        return tuple((q, reason) for q in self.quotes if (reason := money.excluded_reason(q.currency)))
 
     @property
     def min(self) -> float:

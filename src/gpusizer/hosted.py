@@ -29,7 +29,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpusizer import catalog, datafiles
+from gpusizer import currency as money
 from gpusizer.checks import non_negative_array, positive_array, scalar_or_array
+from gpusizer.currency import Currency
 
 __all__ = [
     "SECONDS_PER_DAY",
@@ -69,6 +71,9 @@ class ApiPrice(_Record):
     """Date the page gives for its prices."""
     checked: datetime.date | None = None
     """Date the price was copied into the table."""
+    currency: Currency = "USD"
+    """ISO 4217 code of both prices (``gpusizer.currency.CODES``); a quote not in USD is kept in ``quotes`` but
+    never converted: ``cheapest`` and every break-even leave it out (``gpusizer.currency.excluded_reason``)."""
 
     def blended(self, prompt_tokens: Any, output_tokens: Any) -> Any:
         """``blended_usd_per_million_tokens`` of this price at a prompt/output mix. [USD/Mtoken]"""
@@ -112,12 +117,12 @@ def quotes(model: Any) -> tuple[ApiPrice, ...]:
 
 
 def cheapest(model: Any, prompt_tokens: float, output_tokens: float) -> ApiPrice | None:
-    """The quote of ``model`` with the lowest blended price at the mix; None when it has none.
+    """The US-dollar quote of ``model`` with the lowest blended price at the mix; None when it has none.
 
     >>> cheapest("llama-3.1-70b", 1000, 300).provider
     'DeepInfra (Meta-Llama-3.1-70B-Instruct-Turbo)'
     """
-    found = quotes(model)
+    found = [q for q in quotes(model) if money.excluded_reason(q.currency) is None]  # USD quotes only
     return min(found, key=lambda q: (float(q.blended(prompt_tokens, output_tokens)), q.provider)) if found else None
 
 

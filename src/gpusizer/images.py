@@ -11,10 +11,20 @@ its own rule for the token count:
   and a 2x2 merger makes one token of four patches (``qwen_tokens``); video frames are grouped by
   the temporal patch (2).
 * Gemma 3: every image is resized to 896x896 (4096 SigLIP patches of 14 px) and pooled to a fixed
-  256 tokens (``mm_tokens_per_image``); pan-and-scan crops are optional and not modelled.
+  256 tokens (``mm_tokens_per_image``); with pan-and-scan (off by default) each crop of an elongated
+  image is one more such image (``gemma3_crops``).
 * Pixtral and Mistral 3: the image is scaled down to fit ``longest_edge``, cut into patches of
   ``patch * merge`` pixels, one token each, with an ``[IMG_BREAK]`` after every row (the last one is
   ``[IMG_END]``) (``pixtral_tokens``).
+* Llama 4: the image is fitted, without distortion, to the canvas of ``rows x cols`` tiles of 336 px
+  (``rows * cols <= max_patches``, 16) that needs the least upscaling (or, failing any, the least
+  downscaling), the smallest such canvas; each tile is 24 x 24 patches of 14 px, pixel-shuffled by 1/2
+  to 144 tokens; with more than one tile a global tile (the whole image at 336 px) follows, with one
+  separator token after each tile and the ``<|image|>`` token before the global tile (``llama4_tiles``,
+  ``llama4_tokens``).
+* InternVL: the image is split into ``cols x rows`` tiles of 448 px (``min_tiles <= cols * rows <=
+  max_tiles``) whose aspect ratio is closest to the image's, plus a thumbnail tile when there is more than
+  one; 256 tokens a tile (``internvl_tiles``, ``internvl_tokens``).
 
 The delimiters Qwen (``<|vision_start|>``, ``<|vision_end|>``) and Gemma 3 (``<start_of_image>``,
 ``<end_of_image>``) add around each image are not counted (2 tokens an image).
@@ -28,6 +38,17 @@ References
 .. [2] huggingface/transformers, src/transformers/models/pixtral/image_processing_pixtral.py
    (commit c801cd786e2e8cd35767125b8a8e8c26538fb648), ``get_resize_output_image_size``.
 .. [3] Gemma Team, "Gemma 3 technical report," arXiv:2503.19786, 2025 (896x896 input, 256 tokens).
+.. [4] huggingface/transformers, src/transformers/models/llama4/image_processing_llama4_fast.py (commit
+   e1b551679e267be053b45581cbabd028a14defd2), ``find_supported_resolutions``, ``get_best_fit``, the global
+   tile in ``_preprocess``; src/transformers/models/llama4/processing_llama4.py (commit
+   f5d3f1e134fe49e8dd4009846e54c1ccfe747328), ``_prompt_split_image`` and ``num_patches_per_chunk``.
+.. [5] huggingface/transformers, src/transformers/models/got_ocr2/image_processing_got_ocr2.py (commit
+   66951798c714fe51da4968c5034a350687ffc413), ``find_closest_aspect_ratio`` and ``crop_to_multi_image``
+   (InternVL's ``dynamic_preprocess``: 448 px tiles, thumbnail, ``max_num`` 12 on the InternVL2.5/3 cards).
+.. [6] huggingface/transformers, src/transformers/models/gemma3/image_processing_gemma3.py (commit
+   a391a51d5a0f01de151d84427aabaefea4e7fb85), ``pan_and_scan``; processing_gemma3.py, ``Gemma3ProcessorKwargs``
+   defaults: ``do_pan_and_scan`` False, ``pan_and_scan_min_crop_size`` 256, ``pan_and_scan_max_num_crops`` 4,
+   ``pan_and_scan_min_ratio_to_activate`` 1.2.
 """
 
 from __future__ import annotations
@@ -39,7 +60,10 @@ import numpy as np
 from gpusizer.checks import scalar_or_array
 from gpusizer.numeric import ceil, floor, maximum, minimum, number, where
 
-__all__ = ["encoder_flops", "pixtral_tokens", "qwen_resized", "qwen_tokens"]
+__all__ = [
+    "encoder_flops", "gemma3_crops", "internvl_tiles", "internvl_tokens", "llama4_tiles", "llama4_tokens",
+    "pixtral_tokens", "qwen_resized", "qwen_tokens",
+]
 
 
 def qwen_resized(height: Any, width: Any, factor: Any = 28, min_pixels: Any = 3136, max_pixels: Any = 12845056) -> Any:
@@ -157,6 +181,208 @@ def pixtral_tokens(
     rows, cols = ceil(floor(h / ratio) / side), ceil(floor(w / ratio) / side)
     m = number(merge)
     return scalar_or_array(rows * (cols + 1.0)), scalar_or_array(rows * cols * m * m)
+
+
+def _grids(max_tiles: Any, min_tiles: Any = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Every grid of ``a x b`` tiles with ``min_tiles <= a b <= max_tiles``, ordered by ``a b`` then ``a``."""
+    top, low = int(max_tiles), int(min_tiles)
+    if top < 1 or low < 1 or low > top or top != max_tiles or low != min_tiles:
+        raise ValueError(f"max_tiles = {max_tiles}, min_tiles = {min_tiles}: need whole 1 <= min_tiles <= max_tiles")
+    pairs = sorted(((a, b) for a in range(1, top + 1) for b in range(1, top // a + 1) if a * b >= low),
+                   key=lambda ab: (ab[0] * ab[1], ab[0]))
+    grid = np.array(pairs, dtype=float)
+    return grid[:, 0], grid[:, 1]
+
+
+def _sizes(height: Any, width: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Height and width broadcast together with a trailing axis over the candidate grids."""
+    h, w = np.broadcast_arrays(np.asarray(number(height), dtype=float), np.asarray(number(width), dtype=float))
+    return h[..., None], w[..., None]
+
+
+def llama4_tiles(height: Any, width: Any, tile: Any = 336, max_tiles: Any = 16) -> tuple[Any, Any]:
+    r"""Rows and columns of tiles the Llama 4 image processor cuts an image into. [-]
+
+    Parameters
+    ----------
+    height, width : array_like
+        Image size :math:`H, W`. [px]
+    tile : array_like, optional
+        Tile side :math:`T` (336). [px]
+    max_tiles : int, optional
+        Most tiles a canvas may hold (``max_patches``, 16). [-]
+
+    Returns
+    -------
+    tuple of numeric
+        Over the grids :math:`a \times b` with :math:`ab \le` ``max_tiles``, the fit scale
+        :math:`s = \min(bT/W, aT/H)`; the smallest :math:`s \ge 1` if any grid upscales, else the largest
+        :math:`s`; among the grids with that scale, the one of fewest tiles: rows :math:`a`, columns :math:`b`.
+
+    Examples
+    --------
+    >>> llama4_tiles(768, 1024)  # s = 1.3125 for 3x4 (and 3x5, 4x4): the 12-tile canvas 1008 x 1344
+    (3.0, 4.0)
+    """
+    rows, cols = _grids(max_tiles)
+    h, w = _sizes(height, width)
+    t = number(tile)
+    scale = np.minimum(cols * t / w, rows * t / h)
+    up = scale >= 1.0
+    least_up = np.where(up, scale, np.inf).min(axis=-1, keepdims=True)
+    least_down = np.where(up, -np.inf, scale).max(axis=-1, keepdims=True)
+    chosen = np.where(np.isfinite(least_up), least_up, least_down)
+    pick = np.where(scale == chosen, rows * cols, np.inf).argmin(axis=-1)
+    return scalar_or_array(rows[pick] * 1.0), scalar_or_array(cols[pick] * 1.0)
+
+
+def llama4_tokens(
+    height: Any, width: Any, tile: Any = 336, patch: Any = 14, merge: Any = 2, max_tiles: Any = 16
+) -> tuple[Any, Any]:
+    r"""LLM tokens and ViT patches of one Llama 4 image.
+
+    Parameters
+    ----------
+    height, width : array_like
+        Image size. [px]
+    tile, patch : array_like, optional
+        Tile side (336) and ViT patch size :math:`p` (14). [px]
+    merge : array_like, optional
+        Pixel-shuffle factor per side :math:`m` (``1 / pixel_shuffle_ratio`` = 2). [-]
+    max_tiles : int, optional
+        ``max_patches`` of the processor (16). [-]
+
+    Returns
+    -------
+    tokens, patches : numeric
+        With :math:`n = ab` tiles (``llama4_tiles``) and :math:`P = \lfloor \lfloor T/p \rfloor^2 / m^2 \rfloor`
+        tokens a tile (144): tokens :math:`P + 1` for one tile, :math:`n(P + 1) + P + 1` for more (each tile
+        and a separator, then ``<|image|>`` and the global tile); patches :math:`(n + [n > 1])
+        \lfloor T/p \rfloor^2`. ``<|image_start|>`` and ``<|image_end|>`` are not counted. [token]
+
+    Examples
+    --------
+    >>> llama4_tokens(768, 1024)  # 12 tiles x 145 + 145: 1885 tokens; 13 tiles x 576 patches
+    (1885.0, 7488.0)
+    """
+    rows, cols = llama4_tiles(height, width, tile, max_tiles)
+    n = rows * cols
+    side = floor(number(tile) / number(patch))
+    per_tile = floor(side * side / (number(merge) * number(merge)))
+    many = where(n > 1, 1.0, 0.0)
+    tokens = per_tile + 1.0 + many * n * (per_tile + 1.0)
+    return scalar_or_array(tokens), scalar_or_array((n + many) * side * side)
+
+
+def internvl_tiles(height: Any, width: Any, tile: Any = 448, max_tiles: Any = 12, min_tiles: Any = 1) -> Any:
+    r"""Tiles InternVL's dynamic preprocessing cuts an image into, before the thumbnail. [-]
+
+    Parameters
+    ----------
+    height, width : array_like
+        Image size :math:`H, W`. [px]
+    tile : array_like, optional
+        Tile side :math:`T` (448). [px]
+    max_tiles, min_tiles : int, optional
+        Bounds of the tile count (``max_num`` 12, ``min_num`` 1). [-]
+
+    Returns
+    -------
+    numeric
+        :math:`ij` for the grid of :math:`i` columns and :math:`j` rows whose ratio :math:`i/j` is closest
+        to :math:`W/H`; of grids equally close, taken in order of :math:`ij`, a later one replaces the best
+        when :math:`HW > T^2 ij / 2`.
+
+    Examples
+    --------
+    >>> internvl_tiles(768, 1024)  # 4/3 exactly: 4 x 3 tiles
+    12.0
+    >>> internvl_tiles(448, 448)  # 2x2 is as close but needs HW > 448^2 x 4 / 2 = 401,408 px; 200,704 is not
+    1.0
+    >>> internvl_tiles(896, 896)  # 802,816 px > 401,408: 2x2; 3x3 would need > 903,168
+    4.0
+    """
+    cols, rows = _grids(max_tiles, min_tiles)
+    h, w = _sizes(height, width)
+    aspect, area, t = w / h, h * w, number(tile)
+    best = np.full(np.broadcast(aspect).shape, np.inf)
+    tiles = np.ones_like(best)
+    for i, j in zip(cols, rows, strict=True):
+        diff = np.abs(aspect - i / j)
+        replace = (diff < best) | ((diff == best) & (area > 0.5 * t * t * i * j))
+        tiles = np.where(replace, i * j, tiles)
+        best = np.where(diff < best, diff, best)
+    return scalar_or_array(tiles[..., 0] * 1.0)
+
+
+def internvl_tokens(
+    height: Any, width: Any, tile: Any = 448, tokens_per_tile: Any = 256, max_tiles: Any = 12, min_tiles: Any = 1
+) -> tuple[Any, Any]:
+    r"""LLM tokens and ViT patches of one InternVL image.
+
+    Parameters
+    ----------
+    height, width : array_like
+        Image size. [px]
+    tile : array_like, optional
+        Tile side (448). [px]
+    tokens_per_tile : array_like, optional
+        :math:`P`: 1024 patches of 14 px pixel-shuffled by 1/2 to 256. [token]
+    max_tiles, min_tiles : int, optional
+        Bounds of the tile count (12, 1). [-]
+
+    Returns
+    -------
+    tokens, patches : numeric
+        With :math:`n` tiles (``internvl_tiles``) and a thumbnail when :math:`n > 1`: tokens
+        :math:`P(n + [n > 1])`; patches :math:`4P(n + [n > 1])` (the ViT's 14 px patches before the shuffle).
+        ``<img>`` and ``</img>`` are not counted. [token]
+
+    Examples
+    --------
+    >>> internvl_tokens(768, 1024)  # 12 tiles + thumbnail = 13 x 256
+    (3328.0, 13312.0)
+    """
+    n = internvl_tiles(height, width, tile, max_tiles, min_tiles)
+    shown = n + where(n > 1, 1.0, 0.0)
+    p = number(tokens_per_tile)
+    return scalar_or_array(shown * p), scalar_or_array(4.0 * shown * p)
+
+
+def gemma3_crops(height: Any, width: Any, min_crop: Any = 256, max_crops: Any = 4, min_ratio: Any = 1.2) -> Any:
+    r"""Pan-and-scan crops Gemma 3's image processor adds to an image when pan-and-scan is on. [-]
+
+    Each crop is resized to 896x896 and costs what the image does (256 tokens, 4096 patches), so an image
+    with :math:`c` crops is :math:`256 (1 + c)` tokens (the text the processor writes around the crops is not
+    counted).
+
+    Parameters
+    ----------
+    height, width : array_like
+        Image size; :math:`L` the longer side, :math:`S` the shorter, :math:`r = L/S`. [px]
+    min_crop, max_crops, min_ratio : array_like, optional
+        ``pan_and_scan_min_crop_size`` (256) [px], ``pan_and_scan_max_num_crops`` (4) and
+        ``pan_and_scan_min_ratio_to_activate`` (1.2) [-].
+
+    Returns
+    -------
+    numeric
+        :math:`n = \min(m, \max(2, \min(\lfloor L/c_{min} \rfloor, \lfloor r + 1/2 \rfloor)))` crops along
+        the longer side, or 0 when :math:`r <` ``min_ratio`` or :math:`\min(\lceil L/n \rceil, S) < c_{min}`.
+
+    Examples
+    --------
+    >>> gemma3_crops(768, 1024)  # r = 1.33 >= 1.2: floor(1.83) = 1 -> at least 2 crops of 512 x 768
+    2.0
+    >>> gemma3_crops(896, 896)  # square: r = 1 < 1.2, no crops
+    0.0
+    """
+    h, w = number(height), number(width)
+    long, short = maximum(h, w), minimum(h, w)
+    ratio, low = long / short, number(min_crop)
+    n = minimum(number(max_crops), maximum(2.0, minimum(floor(long / low), floor(ratio + 0.5))))
+    active = (ratio >= number(min_ratio)) & (minimum(ceil(long / n), short) >= low)
+    return scalar_or_array(where(active, n, 0.0))
 
 
 def encoder_flops(patches: Any, hidden: Any, ffn: Any, layers: Any, gated: Any = False, window: Any = None) -> Any:

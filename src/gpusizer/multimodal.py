@@ -10,9 +10,11 @@ that the KV cache, the maximum concurrency, the prefill and the time to first to
   whatever the image size; pan-and-scan crops (off by default) are not modelled.
 * Qwen2-VL / Qwen2.5-VL (14 px patches) and Qwen3-VL (16 px): ``images.qwen_tokens``, 2x2 merge,
   video frames in temporal patches of 2.
-* Mistral 3 / Pixtral: ``images.pixtral_tokens`` (rows of merged patches plus a break per row).
+* Mistral 3 / Pixtral: ``images.pixtral_tokens`` (rows of merged patches plus a break per row), with the
+  tower's patch, its ``spatial_merge_size`` and its ``image_size`` as the longest edge;
+* Llama 4: ``images.llama4_tokens`` (336 px tiles up to 16, a global tile, 144 tokens a tile).
 
-Families without a published rule here (Llama 4's tiles) raise ``ValueError`` rather than guess.
+Families without a published rule here raise ``ValueError`` rather than guess.
 
 References
 ----------
@@ -61,7 +63,7 @@ class ImageLoad:
     """What the images of one request cost (``Estimate.images``)."""
 
     rule: str
-    """The token rule applied (``"gemma3"``, ``"qwen"``, ``"pixtral"``)."""
+    """The token rule applied (``"gemma3"``, ``"qwen"``, ``"pixtral"``, ``"llama4"``)."""
     count: int
     image_tokens_per_request: float
     """LLM tokens all the images of one request become (added to ``context`` and the prompt). [token]"""
@@ -81,13 +83,15 @@ class ImageLoad:
 
 
 def _rule(model: catalog.Model) -> str:
-    family = model.family.lower().replace(" ", "").replace("-", "")
+    family = model.family.lower().replace(" ", "").replace("-", "").replace("_", "")  # "Qwen2.5-VL", "qwen3_vl"
     if family.startswith("gemma3"):
         return "gemma3"
-    if family.startswith(("qwen2vl", "qwen2.5vl", "qwen3vl")):
+    if family.startswith(("qwen2vl", "qwen2.5vl", "qwen25vl", "qwen3vl")):
         return "qwen"
     if family.startswith(("mistral3", "pixtral", "mistralsmall3")):
         return "pixtral"
+    if family.startswith("llama4"):
+        return "llama4"
     raise ValueError(f"images: no published image-token rule is modelled for {model.id} ({model.family})")
 
 
@@ -109,8 +113,12 @@ def image_tokens(model: catalog.Model, shown: Images) -> tuple[str, float, float
         tokens, patches = float(GEMMA3_TOKENS), float((vision.image_size // vision.patch_size) ** 2)
     elif rule == "qwen":
         tokens, patches = images.qwen_tokens(shown.height, shown.width, patch=vision.patch_size, frames=shown.frames)
+    elif rule == "llama4":
+        tokens, patches = images.llama4_tokens(shown.height, shown.width, tile=vision.image_size,
+                                               patch=vision.patch_size, merge=vision.spatial_merge_size)
     else:
-        tokens, patches = images.pixtral_tokens(shown.height, shown.width, patch=vision.patch_size)
+        tokens, patches = images.pixtral_tokens(shown.height, shown.width, patch=vision.patch_size,
+                                                merge=vision.spatial_merge_size, longest_edge=vision.image_size)
     if shown.frames > 1 and rule != "qwen":
         raise ValueError(f"images: frames = {shown.frames}: video is modelled for Qwen-VL only")
     return rule, shown.count * float(tokens), shown.count * float(patches)
@@ -131,14 +139,16 @@ def encode(model: catalog.Model, shown: Images, rule: str, tokens: float, patche
     """The ``ImageLoad`` of the images, given the prefill that already holds their tokens.
 
     Every encoder layer attends over all the patches of an image (of a video's temporal group of 2 frames, as
-    Qwen-VL's attention is cut per group): an upper bound for Qwen2.5-VL, whose 28 of 32 window-attention blocks
-    attend within 64 patches (attention is 2.6 of its 7.7 TFLOP for a 1024x768 image).
+    Qwen-VL's attention is cut per group; of a Llama 4 tile): an upper bound for Qwen2.5-VL, whose 28 of 32
+    window-attention blocks attend within 64 patches (attention is 2.6 of its 7.7 TFLOP for a 1024x768 image).
     """
     vision = model.vision
     if vision is None or shown.count == 0:
         flops, weights = 0.0, 0.0
     else:
-        groups = shown.count * (-(-shown.frames // 2) if rule == "qwen" else 1)  # a video: per temporal group
+        groups = float(shown.count * (-(-shown.frames // 2) if rule == "qwen" else 1))  # a video: per temporal group
+        if rule == "llama4":  # every 336 px tile (and the global one) is encoded on its own
+            groups = patches / (vision.image_size // vision.patch_size) ** 2
         flops = groups * images.encoder_flops(patches / groups, vision.hidden_size, vision.intermediate_size,
                                               vision.num_layers, gated=vision.gated_mlp)
         weights = architecture.vit_params(vision) * act_bpe

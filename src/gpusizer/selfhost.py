@@ -24,6 +24,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from gpusizer import catalog, cost, estimator, hosted, ownership, serving, speculation
+from gpusizer import currency as money
 from gpusizer.serving import SLO, Workload
 
 __all__ = ["Bill", "BreakEven", "Comparison", "Owning", "bill", "breakeven", "compare", "rented_breakeven"]
@@ -202,7 +203,7 @@ def breakeven(quote: hosted.ApiPrice, prompt_tokens: float, output_tokens: float
     Parameters
     ----------
     quote : hosted.ApiPrice
-        The API price.
+        The API price, in US dollars (a quote in another currency raises ``ValueError``: it is never converted).
     prompt_tokens, output_tokens : float
         Mean lengths of a request (the mix). [token]
     idle_usd_per_hour, full_usd_per_hour : float
@@ -227,6 +228,9 @@ def breakeven(quote: hosted.ApiPrice, prompt_tokens: float, output_tokens: float
     >>> b.tokens_per_day, b.utilisation
     (240000000.0, 0.48)
     """
+    reason = money.excluded_reason(quote.currency)
+    if reason is not None:
+        raise ValueError(f"quote: the API price of {quote.provider!r} is {reason}; state it in USD")
     s, o = float(prompt_tokens), float(output_tokens)
     saturated = capacity_tokens_per_day if saturated_tokens_per_day is None else saturated_tokens_per_day
     fixed = idle_usd_per_hour * 24.0

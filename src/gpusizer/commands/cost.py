@@ -187,8 +187,8 @@ def text(result: Any, rate: Any = None) -> str:
         return "\n".join(lines)
     api = b.api
     dated = f", {api.as_of.isoformat()}" if api.as_of else ""
-    lines += [f"  hosted API: {api.provider} {api.input_usd:g}/{api.output_usd:g} USD per million input/output "
-              f"tokens ({api.source}{dated}, checked {api.checked or 'by you'}) = "
+    lines += [f"  hosted API: {api.provider} {api.input_usd:g}/{api.output_usd:g} {api.currency} per million "
+              f"input/output tokens ({api.source}{dated}, checked {api.checked or 'by you'}) = "
               f"{money(b.api_usd_per_million_tokens, 3)} per million at this mix",
               f"  break-even: {_tokens(b.tokens_per_day)} tokens/day"
               + ("" if not math.isfinite(b.tokens_per_day) else
@@ -225,7 +225,8 @@ def shortlist_footer(table: Any) -> list[str]:
     if b is None:
         return []
     api = b.api
-    lines = [f"Hosted API: cheapest {api.provider} {api.input_usd:g}/{api.output_usd:g} USD per million input/output "
+    lines = [f"Hosted API: cheapest {api.provider} {api.input_usd:g}/{api.output_usd:g} {api.currency} per million "
+             f"input/output "
              f"tokens = {b.api_usd_per_million_tokens:.3f}/Mtok at this mix (data/api-prices.toml, checked "
              f"{api.checked}); #1 breaks even at {_tokens(b.tokens_per_day)} tokens/day"
              + ("" if not math.isfinite(b.tokens_per_day) else f" ({b.utilisation:.0%} of one replica)")

@@ -1,4 +1,5 @@
-"""Vision towers of multimodal wrappers (Gemma 3 SigLIP, Llama 4, Mistral 3 Pixtral, Qwen2.5-VL) as ``Vision`` records.
+"""Vision towers of multimodal wrappers (Gemma 3 SigLIP, Llama 4, Mistral 3 Pixtral, Qwen2.5-VL, Qwen3-VL) as
+``Vision`` records.
 
 ``WRAPPERS`` maps a wrapper ``model_type`` to its text ``model_type`` and its vision reader; the
 projector parameter counts are given in each reader's docstring and in ``gpusizer.hf``.
@@ -11,7 +12,7 @@ from collections.abc import Callable
 from gpusizer.catalog import Vision
 from gpusizer.hf.section import Section
 
-__all__ = ["WRAPPERS", "llama4_vision", "pixtral", "qwen25_vl", "siglip"]
+__all__ = ["WRAPPERS", "llama4_vision", "pixtral", "qwen3_vl", "qwen25_vl", "siglip"]
 
 
 def _vit(vision: Section, *, class_token: bool, projector: int) -> Vision:
@@ -44,7 +45,13 @@ def llama4_vision(vision: Section, top: Section, text_hidden: int) -> Vision:
     inner = vision.integer("intermediate_size", "ffn")
     p_in, p_out = vision.integer("projector_input_dim", "ffn"), vision.integer("projector_output_dim", "ffn")
     projector = inner * p_in + p_out * p_out + vision.integer("vision_output_dim", "ffn") * text_hidden
-    return _vit(vision, class_token=True, projector=projector)
+    shuffle = vision.raw("pixel_shuffle_ratio")
+    shuffle = 0.5 if shuffle is None else shuffle
+    if isinstance(shuffle, bool) or not isinstance(shuffle, int | float) or not 0 < shuffle <= 1 \
+            or abs(1 / shuffle - round(1 / shuffle)) > 1e-9:
+        raise ValueError(f"{vision.name('pixel_shuffle_ratio')} must be 1/k for a whole k, got {shuffle!r}")
+    tower = _vit(vision, class_token=True, projector=projector)
+    return tower.model_copy(update={"spatial_merge_size": round(1 / shuffle)})
 
 
 def pixtral(vision: Section, top: Section, text_hidden: int) -> Vision:
@@ -57,7 +64,7 @@ def pixtral(vision: Section, top: Section, text_hidden: int) -> Vision:
         "Pixtral vision tower counted as a ViT (plain GELU MLP, LayerNorm); it uses a gated MLP "
         "and RMSNorm, about a quarter more parameters"
     )
-    return _vit(vision, class_token=False, projector=projector)
+    return _vit(vision, class_token=False, projector=projector).model_copy(update={"spatial_merge_size": merge})
 
 
 def qwen25_vl(vision: Section, top: Section, text_hidden: int) -> Vision:
@@ -70,7 +77,8 @@ def qwen25_vl(vision: Section, top: Section, text_hidden: int) -> Vision:
     """
     vision.require("depth", "hidden_size", "intermediate_size", "patch_size", "out_hidden_size")
     width, patch = vision.integer("hidden_size", "hidden"), vision.integer("patch_size", "small")
-    merged = width * vision.integer("spatial_merge_size", "small", default=2) ** 2
+    merge = vision.integer("spatial_merge_size", "small", default=2)
+    merged = width * merge**2
     out = vision.integer("out_hidden_size", "hidden")
     return Vision(
         hidden_size=width,
@@ -86,6 +94,41 @@ def qwen25_vl(vision: Section, top: Section, text_hidden: int) -> Vision:
         position_embeddings=False,
         patch_bias=False,
         final_norm=False,
+        spatial_merge_size=merge,
+    )
+
+
+def qwen3_vl(vision: Section, top: Section, text_hidden: int) -> Vision:
+    """Qwen3-VL: a ViT with a biased Conv3d patch embedding, learned position embeddings
+    (``num_position_embeddings``, a square grid, interpolated), LayerNorm blocks with a plain GELU MLP, no final
+    norm; a merger of LayerNorm (w) + Linear (w m^2 x w m^2, bias) + Linear (w m^2 x ``out_hidden_size``, bias),
+    and one more merger per ``deepstack_visual_indexes`` entry whose LayerNorm acts after the shuffle (w m^2).
+
+    huggingface/transformers, src/transformers/models/qwen3_vl/modeling_qwen3_vl.py (``Qwen3VLVisionPatchEmbed``,
+    ``Qwen3VLVisionBlock``, ``Qwen3VLVisionPatchMerger``, ``deepstack_merger_list``).
+    """
+    vision.require("depth", "hidden_size", "intermediate_size", "patch_size", "out_hidden_size",
+                   "num_position_embeddings")
+    width, patch = vision.integer("hidden_size", "hidden"), vision.integer("patch_size", "small")
+    merge = vision.integer("spatial_merge_size", "small", default=2)
+    positions = vision.integer("num_position_embeddings", "vocab")
+    side = round(positions**0.5)
+    if side * side != positions:
+        raise ValueError(f"{vision.name('num_position_embeddings')} = {positions} is not a square grid")
+    deepstack = vision.items("deepstack_visual_indexes", 64) or []
+    merged, out = width * merge**2, vision.integer("out_hidden_size", "hidden")
+    linear = merged * merged + merged + merged * out + out
+    return Vision(
+        hidden_size=width,
+        num_layers=vision.integer("depth", "layers"),
+        intermediate_size=vision.integer("intermediate_size", "ffn"),
+        patch_size=patch,
+        image_size=side * patch,
+        num_channels=vision.integer("in_channels", "small", default=3),
+        projector_params=2 * width + linear + len(deepstack) * (2 * merged + linear),
+        temporal_patch_size=vision.integer("temporal_patch_size", "small", default=2),
+        final_norm=False,
+        spatial_merge_size=merge,
     )
 
 
@@ -95,4 +138,5 @@ WRAPPERS: dict[str, tuple[str, Callable[[Section, Section, int], Vision]]] = {
     "llama4": ("llama4_text", llama4_vision),
     "mistral3": ("mistral", pixtral),
     "qwen2_5_vl": ("qwen2", qwen25_vl),
+    "qwen3_vl": ("qwen3", qwen3_vl),
 }
