@@ -20,7 +20,8 @@ from pathlib import Path
 #: The layers of ``docs/architecture.md``, bottom first: a module may import its own layer and the
 #: ones below. Entries are module names; a package's name covers its submodules.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("base", ("gpusizer.units", "gpusizer.checks", "gpusizer.numeric", "gpusizer.datafiles", "gpusizer.presentation")),
+    ("base", ("gpusizer.units", "gpusizer.checks", "gpusizer.numeric", "gpusizer.datafiles", "gpusizer.presentation",
+              "gpusizer.progress")),
     ("records", ("gpusizer.catalog", "gpusizer.records", "gpusizer.hardware")),
     ("descriptions", ("gpusizer.architecture", "gpusizer.precision", "gpusizer.engines", "gpusizer.efficiency")),
     ("physics", ("gpusizer.memory", "gpusizer.roofline", "gpusizer.decode", "gpusizer.prefill", "gpusizer.images",
@@ -30,7 +31,9 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("speed and estimate", ("gpusizer.measurement", "gpusizer.performance", "gpusizer.prefix_cache", "gpusizer.lora",
                             "gpusizer.offload", "gpusizer.multimodal",
                             "gpusizer.estimator")),
-    ("questions", ("gpusizer.layouts", "gpusizer.grid", "gpusizer.sweeper", "gpusizer.serving", "gpusizer.cost",
+    ("questions", ("gpusizer.layouts", "gpusizer.grid", "gpusizer.sweeper", "gpusizer.sweeper.chunks",
+                   "gpusizer.sweeper.reduce", "gpusizer.sweeper.output", "gpusizer.sweeper.distributed",
+                   "gpusizer.serving", "gpusizer.cost",
                    "gpusizer.comparison", "gpusizer.ownership", "gpusizer.hosted", "gpusizer.selfhost",
                    "gpusizer.shortlister", "gpusizer.calibration", "gpusizer.readers")),
     ("io and presentation", ("gpusizer.hf", "gpusizer.display", "gpusizer.plot", "gpusizer.curve_plot",
