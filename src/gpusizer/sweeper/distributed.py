@@ -6,6 +6,7 @@ consecutive ranges of the flat index with about as many rows each; a worker runs
 (one partition per range, in flat order; ``to_parquet`` writes it as a Parquet dataset of one file
 per range), ``reduce`` folds ``sweeper.reduce``'s reductions on each range and combines the ranges'
 answers in flat order on the client, so that both equal the in-memory sweep's.
+``write_parquet`` has each worker write its ranges as files of one Parquet dataset (a folder).
 ``cluster(n_workers)`` starts a ``distributed.LocalCluster`` (one thread per worker process) or,
 given ``scheduler="tcp://host:8786"``, connects to a running one.
 
@@ -19,15 +20,18 @@ lives here.
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from gpusizer import checks, progress
 from gpusizer.sweeper.chunks import DEFAULT_CHUNK_ROWS, Block, Plan
 from gpusizer.sweeper.reduce import Reduction
+from gpusizer.sweeper.table import Sweep
 
-__all__ = ["cluster", "frame", "partitions", "reduce"]
+__all__ = ["cluster", "frame", "partitions", "reduce", "write_parquet"]
 
 
 def _dask(what: str) -> None:
@@ -114,6 +118,46 @@ def reduce(plan: Plan, *reductions: Reduction, client: Any, chunk_rows: int = DE
             r.add(answer)
 
 
+def _picked(part: Sweep, fits: bool, columns: Sequence[str] | None) -> Sweep:
+    if fits:
+        part = part.filter(fits=True)
+    if columns:
+        part = Sweep(data={name: part.data[name] for name in columns}, shape=part.shape, axes=part.axes)
+    return part
+
+
+def _write_part(plan: Plan, blocks: Sequence[Block], path: str, fits: bool, columns: Sequence[str] | None) -> int:
+    """One range of rows written as one Parquet file (the worker's task); its rows. [-]"""
+    from gpusizer.sweeper import output
+
+    return output.write_parquet((_picked(part, fits, columns) for part in _rows(plan, blocks)), path)
+
+
+def write_parquet(plan: Plan, path: str | Path, *, client: Any, chunk_rows: int = DEFAULT_CHUNK_ROWS,
+                  parts: int | None = None, fits: bool = False, columns: Sequence[str] | None = None) -> int:
+    """Write every row of ``plan`` (only those that fit with ``fits``; only ``columns`` when given) as a
+    Parquet dataset: the folder ``path`` with one file per range, ``part-00000.parquet`` first, which
+    ``pyarrow.parquet.read_table(path)`` or ``dask.dataframe.read_parquet`` read back in flat order.
+    Each worker writes its own files (a shared file system for a remote cluster). Returns the rows
+    written. [-]"""
+    _dask("sweeper.distributed.write_parquet")
+    from distributed import as_completed
+
+    folder = Path(path)
+    folder.mkdir(parents=True, exist_ok=True)
+    if parts is None:
+        parts = 4 * max(1, len(client.scheduler_info().get("workers", {})))
+    groups = partitions(plan, chunk_rows, parts)
+    names = [str(folder / f"part-{i:05d}.parquet") for i in range(len(groups))]
+    futures = [client.submit(_write_part, plan, g, name, fits, columns, pure=False)
+               for g, name in zip(groups, names, strict=True)]
+    done, total = 0, len(plan)
+    for future in as_completed(futures):
+        done += sum(b.rows for b in groups[futures.index(future)])
+        progress.report("sweep", done, total)
+    return sum(f.result() for f in futures)
+
+
 @contextmanager
 def cluster(n_workers: int = 2, *, scheduler: str | None = None, processes: bool = True) -> Iterator[Any]:
     """A ``distributed.Client``: connected to ``scheduler`` (``"tcp://host:8786"``) when given, else to a
@@ -127,6 +171,7 @@ def cluster(n_workers: int = 2, *, scheduler: str | None = None, processes: bool
             yield client
         return
     count = int(checks.integer_array(n_workers, "n_workers", minimum=1))
-    with LocalCluster(n_workers=count, threads_per_worker=1, processes=processes, dashboard_address=None) as local, \
+    with LocalCluster(n_workers=count, threads_per_worker=1, processes=processes, dashboard_address=None,
+                      silence_logs=logging.ERROR) as local, \
             Client(local) as client:
         yield client

@@ -70,6 +70,8 @@ def pareto(s: Sweep, x: str, y: str, *, largest: tuple[bool, bool] = (False, Fal
     """
     xs, ys = (_numbers(s, name) * (-1.0 if big else 1.0) for name, big in zip((x, y), largest, strict=True))
     rows = np.flatnonzero(~(np.isnan(xs) | np.isnan(ys)))
+    if not len(rows):
+        return s.take(rows)
     order = rows[np.lexsort((rows, ys[rows], xs[rows]))]
     sx, sy = xs[order], ys[order]
     first = np.flatnonzero(np.r_[True, sx[1:] != sx[:-1]])  # each distinct x, its smallest y first
