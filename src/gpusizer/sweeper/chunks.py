@@ -92,7 +92,7 @@ class Plan:
         """``sweep`` of the sub-grid ``block``: its rows, in order, as the whole grid's sweep has them."""
         from gpusizer.sweeper import sweep
 
-        given = {_PARAMETERS[name]: list(values[first:stop])
+        given: dict[str, Any] = {_PARAMETERS[name]: list(values[first:stop])
                  for (name, values), (first, stop) in zip(self.values.items(), block.ranges, strict=True)}
         return sweep(**given, **self.options)
 
