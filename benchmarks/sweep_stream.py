@@ -13,7 +13,7 @@ so that its peak resident set (``resource.getrusage``'s high-water mark) is its 
 * ``2 workers``: ``sweeper.distributed.reduce`` on a ``LocalCluster`` of two single-thread worker
   processes, the same grids; the peak resident set of each worker is read on the worker.
 
-Every process first sweeps one small grid outside the timed region (imports, catalogue, tables).
+Every process first sweeps one block outside the timed region (imports, catalogue, tables, heap).
 
 Prints one line per measurement and the scaling efficiency (rate on 2 workers / 2 x rate on 1 core).
 Targets (issue #23): 1e8 rows in at most 60 s on 2 cores, peak at most 1 GiB per process, and 2
@@ -43,11 +43,12 @@ def _peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
 
 
-def _warm() -> None:
-    """Import gpusizer and load its tables in a worker, outside the timed region."""
-    from gpusizer import sweep
+def _warm(chunk_rows: int) -> None:
+    """Import gpusizer, load its tables and grow the heap to one block's arrays, outside the timed region."""
+    from gpusizer.sweeper import chunks
 
-    sweep(["llama-3.1-8b"], GPUS)
+    grid = chunks.plan(**_grid(10 * chunk_rows))
+    grid.sweep(next(iter(grid.blocks(chunk_rows))))["fits"].sum()
 
 
 def _one(mode: str, rows: int, chunk_rows: int) -> dict:
@@ -57,13 +58,13 @@ def _one(mode: str, rows: int, chunk_rows: int) -> dict:
     tally, best = reduce.Counts(), reduce.Best(TOKENS, ["model", "gpu"], largest=True, fits_only=True)
     workers: list[float] = []
     if mode == "1 core":
-        _warm()
+        _warm(chunk_rows)
         start = time.perf_counter()
         reduce.fold((grid.sweep(b) for b in grid.blocks(chunk_rows)), tally, best)
         seconds = time.perf_counter() - start
     else:
         with distributed.cluster(2) as client:
-            client.run(_warm)
+            client.run(_warm, chunk_rows)
             start = time.perf_counter()
             distributed.reduce(grid, tally, best, client=client, chunk_rows=chunk_rows)
             seconds = time.perf_counter() - start

@@ -5,7 +5,9 @@
 
 Every flag takes a comma-separated list (an axis of the grid); ``--models`` and ``--gpus`` default
 to the whole catalogue. The output is CSV (``-o grid.csv``, or stdout without ``-o``) or Parquet
-(``-o grid.parquet``, needs pyarrow); the columns are ``gpusizer.sweep``'s. Argument parsing and
+(``-o grid.parquet``, needs pyarrow); the columns are ``gpusizer.sweep``'s. The grid is computed and
+written block by block (``gpusizer.sweep_chunks``); ``--chunk-rows``, ``--best-by``, ``--pareto``,
+``--counts``, ``--workers`` and ``--scheduler`` are ``commands.sweep_stream``'s. Argument parsing and
 output only: the numbers come from ``gpusizer.sweep``.
 """
 
@@ -104,7 +106,10 @@ EXAMPLES = """\
 gpusizer sweep --models llama-3.1-8b,qwen3-32b --gpus h100,rtx-4090 --weights bf16,fp8 \\
     --context 4k,32k --concurrency 1,8,64 -o grid.csv
 gpusizer sweep --models llama-3.1-70b --gpu-count 1,2,4,8 --fits --prices table -o fits.parquet
-gpusizer sweep --models qwen3-30b-a3b --gpus rtx-4090 --columns context,concurrency,fits,max_concurrency"""
+gpusizer sweep --models qwen3-30b-a3b --gpus rtx-4090 --columns context,concurrency,fits,max_concurrency
+gpusizer sweep --context 1k,4k,16k,64k --concurrency 1,8,64,256 --gpu-count 1,2,4,8 --prices table \
+    --chunk-rows 262144 --fits --best-by cost --per model
+gpusizer sweep --models llama-3.1-70b --gpu-count 1,2,4,8 --prices table --pareto cost,latency --fits"""
 
 
 def register(commands: Any) -> None:

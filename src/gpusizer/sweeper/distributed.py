@@ -2,7 +2,10 @@
 
 ``partitions(plan, chunk_rows, parts)`` groups the blocks of ``sweeper.chunks`` into ``parts``
 consecutive ranges of the flat index with about as many rows each; a worker runs the vectorised
-``sweep`` on its range one block at a time. ``frame`` gives the rows as a ``dask.dataframe.DataFrame``
+``sweep`` on its range one block at a time. The plan is sent to each worker once
+(``Client.scatter``), so that its records keep one identity there and the per-record caches of
+``sweep`` (``unpack``, ``configuration``) serve every range (a fresh copy per task costs about a
+second of setup). ``frame`` gives the rows as a ``dask.dataframe.DataFrame``
 (one partition per range, in flat order; ``to_parquet`` writes it as a Parquet dataset of one file
 per range), ``reduce`` folds ``sweeper.reduce``'s reductions on each range and combines the ranges'
 answers in flat order on the client, so that both equal the in-memory sweep's.
@@ -108,7 +111,8 @@ def reduce(plan: Plan, *reductions: Reduction, client: Any, chunk_rows: int = DE
     if parts is None:
         parts = 4 * max(1, len(client.scheduler_info().get("workers", {})))
     groups = partitions(plan, chunk_rows, parts)
-    futures = [client.submit(_reduce_part, plan, g, list(reductions), pure=False) for g in groups]
+    shared = client.scatter(plan, broadcast=True)  # one copy per worker: its records keep their caches
+    futures = [client.submit(_reduce_part, shared, g, list(reductions), pure=False) for g in groups]
     done, total = 0, len(plan)
     for future in as_completed(futures):
         done += sum(b.rows for b in groups[futures.index(future)])
@@ -149,7 +153,8 @@ def write_parquet(plan: Plan, path: str | Path, *, client: Any, chunk_rows: int 
         parts = 4 * max(1, len(client.scheduler_info().get("workers", {})))
     groups = partitions(plan, chunk_rows, parts)
     names = [str(folder / f"part-{i:05d}.parquet") for i in range(len(groups))]
-    futures = [client.submit(_write_part, plan, g, name, fits, columns, pure=False)
+    shared = client.scatter(plan, broadcast=True)
+    futures = [client.submit(_write_part, shared, g, name, fits, columns, pure=False)
                for g, name in zip(groups, names, strict=True)]
     done, total = 0, len(plan)
     for future in as_completed(futures):
@@ -178,7 +183,7 @@ def cluster(n_workers: int = 2, *, scheduler: str | None = None, processes: bool
     environ = {name: value for name, value in dask.config.get("distributed.nanny.pre-spawn-environ", {}).items()
                if name != "MALLOC_TRIM_THRESHOLD_"}
     with dask.config.set({"distributed.nanny.pre-spawn-environ": environ}), \
-            LocalCluster(n_workers=count, threads_per_worker=1, processes=processes, dashboard_address=None,
+            LocalCluster(n_workers=count, threads_per_worker=1, processes=processes, dashboard_address=":0",
                       silence_logs=logging.ERROR) as local, \
             Client(local) as client:
         yield client
