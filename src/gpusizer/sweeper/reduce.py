@@ -83,9 +83,7 @@ def pareto(s: Sweep, x: str, y: str, *, largest: tuple[bool, bool] = (False, Fal
 
 
 def _codes(columns: list[np.ndarray]) -> np.ndarray:
-    """One integer per row naming its group of values, in sorted order of the values."""
-    if not columns:
-        return np.zeros(len(columns[0]) if columns else 0, dtype=np.intp)
+    """One integer per row naming its group of values (at least one column), in sorted order of the values."""
     codes = [np.unique(c.astype(str) if c.dtype == object else c, return_inverse=True)[1].ravel() for c in columns]
     return np.ravel_multi_index(codes, [int(c.max()) + 1 if len(c) else 1 for c in codes])
 
