@@ -111,7 +111,9 @@ def reduce(plan: Plan, *reductions: Reduction, client: Any, chunk_rows: int = DE
     if parts is None:
         parts = 4 * max(1, len(client.scheduler_info().get("workers", {})))
     groups = partitions(plan, chunk_rows, parts)
-    shared = client.scatter(plan, broadcast=True)  # one copy per worker: its records keep their caches
+    # one copy per worker (its records keep their caches), under a key of its own: a plan scattered by an
+    # earlier call may still be being released under the hashed key
+    shared = client.scatter(plan, broadcast=True, hash=False)
     futures = [client.submit(_reduce_part, shared, g, list(reductions), pure=False) for g in groups]
     done, total = 0, len(plan)
     for future in as_completed(futures):
@@ -153,7 +155,7 @@ def write_parquet(plan: Plan, path: str | Path, *, client: Any, chunk_rows: int 
         parts = 4 * max(1, len(client.scheduler_info().get("workers", {})))
     groups = partitions(plan, chunk_rows, parts)
     names = [str(folder / f"part-{i:05d}.parquet") for i in range(len(groups))]
-    shared = client.scatter(plan, broadcast=True)
+    shared = client.scatter(plan, broadcast=True, hash=False)
     futures = [client.submit(_write_part, shared, g, name, fits, columns, pure=False)
                for g, name in zip(groups, names, strict=True)]
     done, total = 0, len(plan)
