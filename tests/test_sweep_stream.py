@@ -22,12 +22,15 @@ SMALL = dict(models=["llama-3.1-8b", "qwen3-30b-a3b"], gpus=["h100-sxm", "rtx-40
 TOKENS = "decode_expected_aggregate_tokens_per_second"
 
 
-def _same_columns(expected: Sweep, got: Sweep) -> None:
+def _same_columns(expected: Sweep, got: Sweep, rtol: float = 0.0) -> None:
     assert list(got.data) == list(expected.data)
     assert len(got) == len(expected)
     for name in expected.data:
         assert got[name].dtype == expected[name].dtype, name
-        np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
+        if rtol and expected[name].dtype.kind == "f":
+            np.testing.assert_allclose(got[name], expected[name], rtol=rtol, atol=0, err_msg=name)
+        else:
+            np.testing.assert_array_equal(got[name], expected[name], err_msg=name)
 
 
 def _grids():
@@ -47,11 +50,12 @@ def _grids():
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(grid=_grids(), chunk_rows=st.one_of(st.just(1), st.integers(2, 40)))
 def test_chunks_concatenated_equal_the_sweep(grid, chunk_rows):
-    # invariant: cutting the flat index into blocks changes no value and no row order
+    # invariant: cutting the flat index into blocks changes no row order and no value beyond rounding (a
+    # prefill sums its chunks along an axis as long as the block's longest prompt: a last-place difference)
     full = sweep(**grid)
     parts = list(sweep_chunks(chunk_rows=chunk_rows, **grid))
     assert all(len(p) <= chunk_rows for p in parts)
-    _same_columns(full, reduce.concat(parts))
+    _same_columns(full, reduce.concat(parts), rtol=1e-12)
 
 
 def test_blocks_cover_the_flat_index_in_order():

@@ -4,7 +4,7 @@
 as ``sweep``) without computing any row; ``Plan.blocks(chunk_rows)`` cuts its flat index (C order,
 the last axis fastest) into consecutive rectangular sub-grids of at most ``chunk_rows`` rows, and
 ``Plan.sweep(block)`` runs ``sweep`` on one of them. ``sweep_chunks`` yields those ``Sweep`` blocks in
-order, so that concatenated they are ``sweep``'s rows, value for value, while the memory held at any
+order, so that concatenated they are ``sweep``'s rows (floats to within rounding), while the memory held at any
 time is one block's. No physics lives here.
 
 A block fixes every axis before some axis ``k`` to one value, takes a contiguous run of axis ``k``'s
@@ -145,7 +145,8 @@ def sweep_chunks(models: Any = None, gpus: Any = None, *, chunk_rows: int = DEFA
     """``sweep`` of the same grid, as consecutive blocks of at most ``chunk_rows`` rows.
 
     Takes ``sweep``'s arguments (see ``plan``); the blocks, concatenated, are ``sweep``'s rows in its
-    order, each column value for value, and only one block is held at a time, so that the memory
+    order (floats equal to within rounding: a prefill sums as many chunks as the block's longest
+    prompt has), and only one block is held at a time, so that the memory
     used does not grow with the grid. Each block is a ``Sweep`` of its sub-grid (its ``axes`` the
     values it spans). Reports ``("sweep", rows done, rows)`` to ``gpusizer.progress`` after each block.
 
