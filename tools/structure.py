@@ -21,7 +21,7 @@ from pathlib import Path
 #: ones below. Entries are module names; a package's name covers its submodules.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("base", ("gpusizer.units", "gpusizer.checks", "gpusizer.numeric", "gpusizer.datafiles", "gpusizer.presentation",
-              "gpusizer.currency")),
+              "gpusizer.currency", "gpusizer.progress")),
     ("records", ("gpusizer.catalog", "gpusizer.records", "gpusizer.hardware")),
     ("descriptions", ("gpusizer.architecture", "gpusizer.precision", "gpusizer.engines", "gpusizer.efficiency")),
     ("physics", ("gpusizer.memory", "gpusizer.roofline", "gpusizer.decode", "gpusizer.prefill", "gpusizer.images",
@@ -33,6 +33,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                             "gpusizer.estimator")),
     ("questions", ("gpusizer.layouts", "gpusizer.grid", "gpusizer.sweeper", "gpusizer.serving",
                    "gpusizer.serving.kv_transfer", "gpusizer.serving.disaggregation", "gpusizer.cost",
+                   "gpusizer.sweeper.chunks", "gpusizer.sweeper.reduce", "gpusizer.sweeper.output",
+                   "gpusizer.sweeper.distributed",
                    "gpusizer.comparison", "gpusizer.ownership", "gpusizer.hosted", "gpusizer.selfhost",
                    "gpusizer.shortlister", "gpusizer.calibration", "gpusizer.readers")),
     ("io and presentation", ("gpusizer.hf", "gpusizer.commandline",

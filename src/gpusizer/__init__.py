@@ -38,6 +38,7 @@ _EXPORTS = {
     "calibrate": "gpusizer.calibration",
     "Sweep": "gpusizer.sweeper",
     "sweep": "gpusizer.sweeper",
+    "sweep_chunks": "gpusizer.sweeper.chunks",
 }
 
 __all__ = [
@@ -59,6 +60,7 @@ __all__ = [
     "models",
     "shortlist",
     "sweep",
+    "sweep_chunks",
     "system",
     "systems",
 ]
@@ -71,6 +73,7 @@ if TYPE_CHECKING:
     from gpusizer.serving import SLO, Workload
     from gpusizer.shortlister import shortlist
     from gpusizer.sweeper import Sweep, sweep
+    from gpusizer.sweeper.chunks import sweep_chunks
 
 
 # Records and results show themselves through renderers that ``gpusizer.display`` registers when it

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusizer import architecture, catalog, engines, precision, units
-from gpusizer.commands import common
+from gpusizer.commands import bars, common
 from gpusizer.commands import images as imaging
 from gpusizer.commands import lora as adapting
 from gpusizer.commands import offload as offloading
@@ -333,7 +333,8 @@ def _silence_stdout() -> None:
 def _run(args: argparse.Namespace) -> int:
     gpu_file = getattr(args, "gpu_file", None)
     with catalog.using_gpus(None if gpu_file is None else common.input_file(gpu_file, "--gpu-file")):
-        text = args.handler(args)
+        with bars.on_terminal():
+            text = args.handler(args)
     sys.stdout.write(text + "\n")
     sys.stdout.flush()
     return 0

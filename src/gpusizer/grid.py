@@ -11,16 +11,43 @@ along the axes it does not vary on, so that the arithmetic skips them. No physic
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import fields, is_dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from gpusizer import catalog, efficiency, engines, unpack
-from gpusizer.checks import map_arrays
+from gpusizer import catalog, efficiency, engines, parallel, unpack
+from gpusizer.checks import integer_array, map_arrays
 
-__all__ = ["Grid", "compact", "merged", "tables"]
+__all__ = ["Grid", "axis_values", "compact", "layout_values", "merged", "positive_counts", "tables"]
+
+
+def axis_values(value: Any, default: Iterable[Any]) -> tuple[Any, ...]:
+    """Axis values: a single value (a string or a non-iterable) is an axis of one; None means ``default``."""
+    if value is None:
+        return tuple(default)
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        return (value,)
+    return tuple(value)
+
+
+def positive_counts(value: Any, name: str, maximum: int = 2**50) -> np.ndarray:
+    """``value`` as a flat array of whole numbers from 1 to ``maximum`` (else ValueError naming ``name``)."""
+    return integer_array(np.ravel(np.asarray(value)), name, minimum=1, maximum=maximum)
+
+
+def layout_values(layout: Any) -> tuple[tuple[Any, ...], bool]:
+    """The layouts of a sweep, and whether they are an axis (a sequence) or one layout for every row."""
+    if isinstance(layout, str | parallel.Layout):
+        return (layout,), False
+    if not isinstance(layout, Iterable):
+        raise TypeError(f"layout must be a layout name, a parallel.Layout or a sequence of them, got "
+                        f"{type(layout).__name__} {layout!r:.80}")
+    values = tuple(layout)
+    if not values:
+        raise ValueError("layout must hold at least one layout, got an empty sequence")
+    return values, True
 
 
 class Grid:

@@ -5,7 +5,9 @@
 
 Every flag takes a comma-separated list (an axis of the grid); ``--models`` and ``--gpus`` default
 to the whole catalogue. The output is CSV (``-o grid.csv``, or stdout without ``-o``) or Parquet
-(``-o grid.parquet``, needs pyarrow); the columns are ``gpusizer.sweep``'s. Argument parsing and
+(``-o grid.parquet``, needs pyarrow); the columns are ``gpusizer.sweep``'s. The grid is computed and
+written block by block (``gpusizer.sweep_chunks``); ``--chunk-rows``, ``--best-by``, ``--pareto``,
+``--counts``, ``--workers`` and ``--scheduler`` are ``commands.sweep_stream``'s. Argument parsing and
 output only: the numbers come from ``gpusizer.sweep``.
 """
 
@@ -13,13 +15,12 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import io
 import math
 from pathlib import Path
 from typing import Any
 
 from gpusizer import catalog, checks, units
-from gpusizer.commands import common
+from gpusizer.commands import common, sweep_stream
 
 __all__ = ["register"]
 
@@ -105,7 +106,10 @@ EXAMPLES = """\
 gpusizer sweep --models llama-3.1-8b,qwen3-32b --gpus h100,rtx-4090 --weights bf16,fp8 \\
     --context 4k,32k --concurrency 1,8,64 -o grid.csv
 gpusizer sweep --models llama-3.1-70b --gpu-count 1,2,4,8 --fits --prices table -o fits.parquet
-gpusizer sweep --models qwen3-30b-a3b --gpus rtx-4090 --columns context,concurrency,fits,max_concurrency"""
+gpusizer sweep --models qwen3-30b-a3b --gpus rtx-4090 --columns context,concurrency,fits,max_concurrency
+gpusizer sweep --context 1k,4k,16k,64k --concurrency 1,8,64,256 --gpu-count 1,2,4,8 --prices table \
+    --chunk-rows 262144 --fits --best-by cost --per model
+gpusizer sweep --models llama-3.1-70b --gpu-count 1,2,4,8 --prices table --pareto cost,latency --fits"""
 
 
 def register(commands: Any) -> None:
@@ -135,46 +139,38 @@ def register(commands: Any) -> None:
     parser.add_argument("--fits", action="store_true", help="keep only the configurations that fit")
     parser.add_argument("--columns", type=_names, help="comma-separated columns to write (default: all)")
     parser.add_argument("-o", "--output", help="file to write: .csv or .parquet (default: CSV on stdout)")
+    sweep_stream.add_arguments(parser)
     parser.set_defaults(handler=_sweep)
 
 
 def _sweep(args: argparse.Namespace) -> str:
-    from gpusizer.sweeper import Sweep, sweep
+    from gpusizer.sweeper import chunks
 
+    streamed = sweep_stream.streamed(args)
+    limit = chunks.MAX_STREAM_ROWS if streamed else common.MAX_GRID_ROWS
     try:
-        rows = checks.grid_rows(_axis_sizes(args), common.MAX_GRID_ROWS)
+        rows = checks.grid_rows(_axis_sizes(args), limit)
     except ValueError as error:
-        raise common.CommandError(f"{error} (gpusizer.commands.common.MAX_GRID_ROWS)") from None
+        where = "gpusizer.sweeper.chunks.MAX_STREAM_ROWS" if streamed else "gpusizer.commands.common.MAX_GRID_ROWS"
+        raise common.CommandError(f"{error} ({where})") from None
     steps = rows * _prefill_chunks(args)
-    if steps > common.MAX_PREFILL_STEPS:
+    if steps > common.MAX_PREFILL_STEPS and not streamed:
         raise common.CommandError(
             f"the grid's prefills take {steps:,} chunk steps ({rows:,} rows x {steps // rows:,} chunks of the "
             f"longest prompt), more than {common.MAX_PREFILL_STEPS:,} (gpusizer.commands.common.MAX_PREFILL_STEPS): "
-            "sweep fewer rows or shorter prompts"
+            "sweep fewer rows or shorter prompts, or stream them with --chunk-rows"
         )
-    if args.output is not None:
+    if args.output is not None and not (args.workers or args.scheduler):
         common.check_output(args.output)
     if args.output is not None and Path(args.output).suffix.lower() == ".parquet" \
             and importlib.util.find_spec("pyarrow") is None:
-        raise common.CommandError(f"-o {args.output}: Parquet needs pyarrow (pip install pyarrow), or write .csv",
-                                  common.ENVIRONMENT)
-    result = sweep(
-        _catalogue(args.models), _catalogue(args.gpus), weights=_precisions(args.weights),
+        raise common.CommandError(f"-o {args.output}: Parquet needs pyarrow (pip install 'gpusizer[parquet]'), "
+                                  "or write .csv", common.ENVIRONMENT)
+    if (args.workers or args.scheduler) and importlib.util.find_spec("distributed") is None:
+        raise common.CommandError("--workers/--scheduler need Dask: pip install 'gpusizer[dask]'", common.ENVIRONMENT)
+    return sweep_stream.write(args, dict(
+        models=_catalogue(args.models), gpus=_catalogue(args.gpus), weights=_precisions(args.weights),
         kv_cache=_precisions(args.kv_cache), context=args.context, concurrency=args.concurrency,
         gpu_count=args.gpu_count, engine=args.engine, prompt=args.prompt, layout=args.layout,
         prices=args.prices,
-    )
-    if args.fits:
-        result = result.filter(fits=True)
-    if args.columns:
-        wanted = args.columns
-        for name in wanted:
-            result[name]  # a KeyError names the closest columns
-        result = Sweep(data={name: result.data[name] for name in wanted}, shape=result.shape, axes=result.axes)
-    if args.output is None:
-        text = io.StringIO()
-        result.to_csv(text)
-        return text.getvalue().rstrip("\n")
-    path = Path(args.output)
-    common.write_atomic(path, result.to_parquet if path.suffix.lower() == ".parquet" else result.to_csv)
-    return f"wrote {len(result):,} rows x {len(result.data)} columns to {path}"
+    ))

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from gpusizer import progress
 from gpusizer.checks import count, instance, positive_array, scalar_or_array
 from gpusizer.serving.step_table import StepModel, cached_prompt_tokens, prompt_extra_seconds
 from gpusizer.serving.workload import Workload, sample_lengths
@@ -107,6 +108,8 @@ def simulate(
     decodes' cached tokens and its chunks' prompt extras, so decodes that share a step with a prefill
     chunk see the longer step. Runs of identical decode-only steps between events are advanced in one
     iteration (their times form an arithmetic series), so the loop costs a few iterations per request.
+    The event loop reports ``("simulation", requests finished, requests)`` to ``gpusizer.progress``
+    every 4,096 iterations and at its end (a progress bar of the command line; nothing otherwise).
 
     Parameters
     ----------
@@ -392,6 +395,8 @@ def _events(
     n = len(arrivals)
     while run.done + run.rejected < n and run.events < max_events:
         run.events += 1
+        if not run.events % 4096:
+            progress.report("simulation", run.done + run.rejected, n)
         _arrive(run)
         if _schedulable(run):
             _mixed_step(run)
@@ -401,6 +406,7 @@ def _events(
             break  # only requests the pool can never hold are left
         else:
             run.t = max(run.t, run.arr[run.nxt])
+    progress.report("simulation", n, n)
     duration = max(run.t, 1e-12)
     generated = float(np.sum(outputs[~np.isnan(np.asarray(run.finish))]))
     stats = dict(rejected=run.rejected, events=run.events, truncated=run.done + run.rejected < n, duration=duration,

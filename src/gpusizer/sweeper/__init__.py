@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
 
@@ -37,7 +37,6 @@ import numpy as np
 
 from gpusizer import catalog, checks, configuration, efficiency, engines, estimator, parallel, performance, unpack
 from gpusizer import grid as grid_
-from gpusizer.checks import integer_array
 from gpusizer.sweeper.table import AXES, REPEATS, Sweep, estimate_row, put
 
 __all__ = ["AXES", "Sweep", "estimate_row", "sweep"]
@@ -45,17 +44,9 @@ __all__ = ["AXES", "Sweep", "estimate_row", "sweep"]
 # --- the grid ---------------------------------------------------------------------------------------
 
 
-def _axis(value: Any, default: Iterable[Any]) -> tuple[Any, ...]:
-    """Axis values: a single value is an axis of one; None means ``default``."""
-    if value is None:
-        return tuple(default)
-    if isinstance(value, str) or not isinstance(value, Iterable):
-        return (value,)
-    return tuple(value)
-
-
-def _counts(value: Any, name: str, maximum: int = 2**50) -> np.ndarray:
-    return integer_array(np.ravel(np.asarray(value)), name, minimum=1, maximum=maximum)
+_axis = grid_.axis_values
+_counts = grid_.positive_counts
+_layouts = grid_.layout_values
 
 
 def sweep(
@@ -255,19 +246,6 @@ def _label(s: Any, c: Any, decode: dict[str, Any], prefill: dict[str, Any], user
 
 
 # --- the layouts ------------------------------------------------------------------------------------
-
-
-def _layouts(layout: Any) -> tuple[tuple[Any, ...], bool]:
-    """The layouts of a sweep, and whether they are an axis (a sequence) or one layout for every row."""
-    if isinstance(layout, str | parallel.Layout):
-        return (layout,), False
-    if not isinstance(layout, Iterable):
-        raise TypeError(f"layout must be a layout name, a parallel.Layout or a sequence of them, got "
-                        f"{type(layout).__name__} {layout!r:.80}")
-    values = tuple(layout)
-    if not values:
-        raise ValueError("layout must hold at least one layout, got an empty sequence")
-    return values, True
 
 
 def _plans(records: list[catalog.Model], counts: np.ndarray, layouts: tuple[Any, ...]) -> np.ndarray:

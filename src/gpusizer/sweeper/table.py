@@ -193,18 +193,19 @@ class Sweep:
             raise ImportError("to_pandas needs pandas: pip install 'gpusizer[pandas]'") from None
         return pandas.DataFrame(dict(self.columns))
 
-    def to_csv(self, path: str | Path | IO[str], *, block: int = 65536) -> None:
-        """Write the rows as CSV with a header to a path or an open text file, ``block`` rows at a time
-        (an empty field for a missing number, NaN in the columns, and for ``None``)."""
+    def to_csv(self, path: str | Path | IO[str], *, block: int = 65536, header: bool = True) -> None:
+        """Write the rows as CSV with a header (unless ``header`` is false) to a path or an open text file,
+        ``block`` rows at a time (an empty field for a missing number, NaN in the columns, and for ``None``)."""
         if not isinstance(path, str | Path):
-            self._write_csv(path, block)
+            self._write_csv(path, block, header)
             return
         with open(path, "w", newline="", encoding="utf-8") as out:
-            self._write_csv(out, block)
+            self._write_csv(out, block, header)
 
-    def _write_csv(self, out: IO[str], block: int) -> None:
+    def _write_csv(self, out: IO[str], block: int, header: bool) -> None:
         writer = csv.writer(out)
-        writer.writerow(self.data)
+        if header:
+            writer.writerow(self.data)
         for start in range(0, len(self), block):
             part = self.take(np.arange(start, min(start + block, len(self)))).columns
             writer.writerows(zip(*(_csv_values(column, name) for name, column in part.items()), strict=True))
@@ -212,12 +213,18 @@ class Sweep:
     def to_parquet(self, path: str | Path) -> None:
         """Write the rows as Parquet (needs ``pyarrow``); a missing number (NaN) is a null."""
         try:
-            import pyarrow
             import pyarrow.parquet
         except ImportError:  # pragma: no cover - depends on the environment
-            raise ImportError("to_parquet needs pyarrow: pip install pyarrow") from None
-        table = pyarrow.table({name: _arrow(column) for name, column in self.columns.items()})
-        pyarrow.parquet.write_table(table, str(path))
+            raise ImportError("to_parquet needs pyarrow: pip install 'gpusizer[parquet]'") from None
+        pyarrow.parquet.write_table(self.to_arrow(), str(path))
+
+    def to_arrow(self) -> Any:
+        """The rows as a ``pyarrow.Table`` (needs ``pyarrow``); a missing number (NaN) is a null."""
+        try:
+            import pyarrow
+        except ImportError:  # pragma: no cover - depends on the environment
+            raise ImportError("to_arrow needs pyarrow: pip install 'gpusizer[parquet]'") from None
+        return pyarrow.table({name: _arrow(column) for name, column in self.columns.items()})
 
 
 def _canonical(column: str, value: Any) -> Any:
