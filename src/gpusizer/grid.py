@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusizer import catalog, efficiency, engines, parallel, unpack
+from gpusizer import catalog, checks, efficiency, engines, parallel, unpack
 from gpusizer.checks import integer_array, map_arrays
 
 __all__ = ["Grid", "axis_values", "compact", "layout_values", "merged", "positive_counts", "tables"]
@@ -48,6 +48,30 @@ def layout_values(layout: Any) -> tuple[tuple[Any, ...], bool]:
     if not values:
         raise ValueError("layout must hold at least one layout, got an empty sequence")
     return values, True
+
+
+def sweep_axes(models: Any, gpus: Any, *, weights: Any, kv_cache: Any, context: Any, concurrency: Any,
+               gpu_count: Any, engine: Any, prompt: Any,
+               layout: Any) -> tuple[dict[str, tuple[Any, ...]], tuple[Any, ...]]:
+    """The checked axes of a sweep's grid, in ``AXES`` order: name -> values (model and GPU records, engine
+    names; ``layout`` and ``prompt`` only when given as axes), and the layouts.
+
+    ``layout`` is an axis when a sequence of layouts is given; otherwise the one layout applies to every row.
+    """
+    layouts, as_axis = layout_values(layout)
+    prompts = None if prompt is None else positive_counts(prompt, "prompt", checks.MAX_TOKENS)
+    values: dict[str, tuple[Any, ...]] = {
+        "model": tuple(catalog.model(m) for m in axis_values(models, catalog.models())),
+        "gpu": tuple(catalog.gpu(g) for g in axis_values(gpus, catalog.gpus())),
+        "gpu_count": tuple(positive_counts(gpu_count, "gpu_count", checks.MAX_GPUS).tolist()),
+        **({"layout": layouts} if as_axis else {}),
+        "weights": axis_values(weights, (None,)), "kv_cache": axis_values(kv_cache, (None,)),
+        "engine": tuple(engines.engine(e).name for e in axis_values(engine, ("vllm",))),
+        "context": tuple(positive_counts(context, "context", checks.MAX_TOKENS).tolist()),
+        **({} if prompts is None else {"prompt": tuple(prompts.tolist())}),
+        "concurrency": tuple(positive_counts(concurrency, "concurrency").tolist()),
+    }
+    return values, layouts
 
 
 class Grid:

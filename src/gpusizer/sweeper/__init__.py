@@ -44,11 +44,6 @@ __all__ = ["AXES", "Sweep", "estimate_row", "sweep"]
 # --- the grid ---------------------------------------------------------------------------------------
 
 
-_axis = grid_.axis_values
-_counts = grid_.positive_counts
-_layouts = grid_.layout_values
-
-
 def sweep(
     models: Any = None,
     gpus: Any = None,
@@ -136,11 +131,13 @@ def sweep(
     >>> split["parallel_layout"].tolist(), split.shape[3]
     (['tp8', 'tp4xpp2', 'pp8'], 3)
     """
-    records = [catalog.model(m) for m in _axis(models, catalog.models())]
-    devices = [catalog.gpu(g) for g in _axis(gpus, catalog.gpus())]
-    counts = _counts(gpu_count, "gpu_count", checks.MAX_GPUS)
-    profiles = [engines.engine(e) for e in _axis(engine, ("vllm",))]
-    prompts = None if prompt is None else _counts(prompt, "prompt", checks.MAX_TOKENS)
+    values, layouts = grid_.sweep_axes(models, gpus, weights=weights, kv_cache=kv_cache, context=context,
+                                       concurrency=concurrency, gpu_count=gpu_count, engine=engine, prompt=prompt,
+                                       layout=layout)
+    records, devices = list(values["model"]), list(values["gpu"])
+    counts = np.asarray(values["gpu_count"], dtype=np.int64)
+    profiles = [engines.engine(e) for e in values["engine"]]
+    prompts = np.asarray(values["prompt"], dtype=np.int64) if "prompt" in values else None
     if calibration is not None:
         efficiency.check_calibration(calibration)
     if prices is not None and not isinstance(prices, bool | Mapping):
@@ -148,16 +145,7 @@ def sweep(
                         f"{type(prices).__name__} {prices!r:.80}")
     scale_out = None if scale_out_bandwidth is None else float(
         checks.positive_array(scale_out_bandwidth, "scale_out_bandwidth").item())
-    layouts, as_axis = _layouts(layout)
-    axes = {
-        "model": tuple(r.id for r in records), "gpu": tuple(d.id for d in devices), "gpu_count": tuple(counts.tolist()),
-        **({"layout": layouts} if as_axis else {}),
-        "weights": _axis(weights, (None,)), "kv_cache": _axis(kv_cache, (None,)),
-        "engine": tuple(p.name for p in profiles),
-        "context": tuple(_counts(context, "context", checks.MAX_TOKENS).tolist()),
-        **({} if prompts is None else {"prompt": tuple(prompts.tolist())}),
-        "concurrency": tuple(_counts(concurrency, "concurrency").tolist()),
-    }
+    axes = {**values, "model": tuple(r.id for r in records), "gpu": tuple(d.id for d in devices)}
     checks.grid_rows({name: len(values) for name, values in axes.items()}, checks.MAX_GRID_ROWS)
     grid = grid_.Grid(axes)
     plans = _plans(records, counts, layouts)

@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gpusizer import catalog, checks, efficiency, engines, progress
+from gpusizer import checks, efficiency, progress
 from gpusizer import grid as grid_
 from gpusizer.sweeper.table import Sweep
 
@@ -119,24 +119,14 @@ def plan(
     Records, counts, tokens and engines are checked here; a precision or layout that a model refuses
     raises when the block holding it is computed. At most ``MAX_STREAM_ROWS`` rows.
     """
-    layouts, as_axis = grid_.layout_values(layout)
-    prompts = None if prompt is None else grid_.positive_counts(prompt, "prompt", checks.MAX_TOKENS)
+    values, layouts = grid_.sweep_axes(models, gpus, weights=weights, kv_cache=kv_cache, context=context,
+                                       concurrency=concurrency, gpu_count=gpu_count, engine=engine, prompt=prompt,
+                                       layout=layout)
     if calibration is not None:
         efficiency.check_calibration(calibration)
-    values: dict[str, tuple[Any, ...]] = {
-        "model": tuple(catalog.model(m) for m in grid_.axis_values(models, catalog.models())),
-        "gpu": tuple(catalog.gpu(g) for g in grid_.axis_values(gpus, catalog.gpus())),
-        "gpu_count": tuple(grid_.positive_counts(gpu_count, "gpu_count", checks.MAX_GPUS).tolist()),
-        **({"layout": layouts} if as_axis else {}),
-        "weights": grid_.axis_values(weights, (None,)), "kv_cache": grid_.axis_values(kv_cache, (None,)),
-        "engine": tuple(engines.engine(e).name for e in grid_.axis_values(engine, ("vllm",))),
-        "context": tuple(grid_.positive_counts(context, "context", checks.MAX_TOKENS).tolist()),
-        **({} if prompts is None else {"prompt": tuple(prompts.tolist())}),
-        "concurrency": tuple(grid_.positive_counts(concurrency, "concurrency").tolist()),
-    }
     checks.grid_rows({name: len(v) for name, v in values.items()}, MAX_STREAM_ROWS)
     options = {"calibration": calibration, "prices": prices, "scale_out_bandwidth": scale_out_bandwidth,
-               **({} if as_axis else {"layout": layouts[0]})}
+               **({} if "layout" in values else {"layout": layouts[0]})}
     return Plan(values=values, options=options)
 
 
