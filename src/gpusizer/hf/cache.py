@@ -117,7 +117,7 @@ def snapshot_folder(repo_id: str, revision: str = "main", cache: str | Path | No
         A malformed ``repo_id`` or ref file, or a snapshot entry that resolves outside the repo's folder.
     """
     parsed = parse_repo_id(repo_id)
-    if parsed is None or parsed[1] != "main":
+    if parsed is None or parsed[0] != repo_id:
         raise ValueError(f"repo_id must be ORG/NAME (letters, digits, '-', '_', '.'), got {repo_id!r}")
     root = Path(cache) if cache is not None else cache_folder()
     repo = root / ("models--" + repo_id.replace("/", "--"))
