@@ -391,3 +391,13 @@ def test_repo_ids_are_parsed_strictly() -> None:
         assert hf.parse_repo_id(name) is None, name
     with pytest.raises(ValueError, match="repo_id must be ORG/NAME"):
         hf.snapshot_folder("a/b@main")
+
+
+def test_from_cmd_finds_a_repo_the_catalogue_lacks_in_the_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("HF_HUB_CACHE", str(write_cache(tmp_path / "hub").parents[2]))
+    status, out, err = run(capsys, "from-cmd", "--gpu", "h100", "--json", "--", "vllm", "serve", "tiny-org/Tiny-Llama")
+    assert status == 0 and json.loads(out)["model"] == "tiny-llama", err
+    status, out, _ = run(capsys, "from-cmd", "--gpu", "h100", "--json", "--", "vllm", "serve",
+                         "meta-llama/Llama-3.1-8B-Instruct")  # the catalogue's hf_repo still comes first
+    assert status == 0 and json.loads(out)["model"] == "llama-3.1-8b"

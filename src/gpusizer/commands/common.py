@@ -221,12 +221,12 @@ def model(name: str, what: str = "MODEL") -> catalog.Model:
     return resolve_model(name, what)[0]
 
 
-def resolve_model(name: str, what: str = "MODEL") -> tuple[catalog.Model, Path | None]:
+def resolve_model(name: str, what: str = "MODEL", *, cache: bool = True) -> tuple[catalog.Model, Path | None]:
     """The model a command names, and the checkpoint folder it was read from (None for a catalogue id).
 
     In this order: an existing path to a Hugging Face config.json or a folder holding one; a catalogue
     id; a repo id ``ORG/NAME`` (or ``ORG/NAME@REVISION``) in the local Hugging Face cache
-    (``hf.snapshot_folder``, offline: gpusizer never downloads).
+    (``hf.snapshot_folder``, offline: gpusizer never downloads), unless ``cache`` is False.
 
     Raises
     ------
@@ -234,7 +234,8 @@ def resolve_model(name: str, what: str = "MODEL") -> tuple[catalog.Model, Path |
         An empty or over-long name (status 2), or a path whose config.json is missing, a directory,
         a FIFO, oversize or unreadable, or a repo id that is not cached (status 1).
     KeyError
-        An unknown catalogue id that is not a repo id (naming the closest ones).
+        An unknown catalogue id that is not a repo id, or any unknown id when ``cache`` is False
+        (naming the closest ones).
     """
     if not name.strip():
         raise CommandError(f"{what}: empty; give a catalogue id (gpusizer models) or a path to a config.json")
@@ -251,7 +252,7 @@ def resolve_model(name: str, what: str = "MODEL") -> tuple[catalog.Model, Path |
         try:
             return catalog.model(name), None
         except KeyError:
-            if hf.parse_repo_id(name) is None:
+            if not cache or hf.parse_repo_id(name) is None:
                 raise
         path = _cached(name, what)
     folder = path if path.is_dir() else path.parent
