@@ -339,6 +339,13 @@ def test_a_repo_that_is_not_cached_is_one_line_naming_the_cache_and_the_hub_comm
     assert "gpusizer never downloads" in line
     assert "`hf download meta-llama/Llama-3.1-8B-Instruct config.json model.safetensors.index.json`" in line
     assert line.endswith("or a catalogue id: llama-3.1-8b, llama-3.1-70b, llama-3.1-405b")
+    status, _, err = run(capsys, "fit", "tiny-org/Tiny-Llama@v2", "h100")  # a cached repo, an absent revision
+    assert status == 1 and len(err.strip().splitlines()) == 1
+    monkeypatch.setenv("HF_HUB_CACHE", str(write_cache(tmp_path / "hub").parents[2]))
+    status, _, err = run(capsys, "fit", "tiny-org/Tiny-Llama@v2", "h100")
+    assert status == 1 and len(err.strip().splitlines()) == 1
+    assert f"revision 'v2' of tiny-org/Tiny-Llama is not in the Hugging Face cache {tmp_path / 'hub'}" in err
+    assert "`hf download tiny-org/Tiny-Llama config.json model.safetensors.index.json --revision v2`" in err
     status, _, err = run(capsys, "fit", "not-a-model", "h100")  # not a repo id: the catalogue's error, as before
     assert status == common.USAGE and "unknown model 'not-a-model'" in err
 

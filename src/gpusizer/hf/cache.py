@@ -83,7 +83,8 @@ def _commit(repo: Path, revision: str, where: str) -> str:
         return revision
     ref = repo / "refs" / revision
     if not ref.is_file() or not _inside(ref, repo.resolve()):
-        raise NotCachedError(f"revision {revision!r} of {where} is not in the local cache (no refs/{revision})")
+        raise NotCachedError(f"revision {revision!r} of {where} is not in the Hugging Face cache {repo.parent} "
+                             f"(no {repo.name}/refs/{revision} nor snapshots/{revision})")
     with ref.open("rb") as handle:
         text = handle.read(100).decode("ascii", "replace").strip()
     if not _COMMIT.fullmatch(text):

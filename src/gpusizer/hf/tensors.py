@@ -112,8 +112,10 @@ def _fail(path: Path, problem: str) -> ValueError:
 
 def _header_bytes(path: Path) -> tuple[bytes, int]:
     """The JSON header of ``path`` and the file's size, with the length prefix checked."""
-    if not path.is_file():
+    if not path.exists():
         raise FileNotFoundError(f"no such file: {path}")
+    if not path.is_file():
+        raise _fail(path, "is not a regular file")
     size = path.stat().st_size
     with path.open("rb") as handle:
         head = handle.read(8)
