@@ -214,6 +214,18 @@ def test_hostile_headers_get_a_clear_error_naming_the_file(tmp_path: Path, heade
     assert str(error.value).startswith(f"{path}: ") and message in str(error.value)
 
 
+@pytest.mark.parametrize(("header", "data", "length", "message"), [case[1:] for case in HOSTILE],
+                         ids=[case[0] for case in HOSTILE])
+def test_fit_on_a_hostile_checkpoint_is_one_line_exit_1(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                        header: object, data: bytes, length: int | None,
+                                                        message: str) -> None:
+    (tmp_path / "config.json").write_text(json.dumps(TINY))
+    path = header_file(tmp_path / "model.safetensors", header, data, length)
+    status, out, err = run(capsys, "fit", str(tmp_path), "h100")
+    assert status == 1 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"gpusizer: error: MODEL: {path}: ") and message in err
+
+
 def test_a_git_lfs_pointer_and_a_short_file_are_named(tmp_path: Path) -> None:
     pointer = tmp_path / "model.safetensors"
     pointer.write_text("version https://git-lfs.github.com/spec/v1\noid sha256:" + "0" * 64 + "\nsize 16060522752\n")
