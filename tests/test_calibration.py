@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gpusizer import calibration, efficiency, estimate, performance, readers
@@ -224,6 +224,9 @@ def _error(table: efficiency.Table, row: Measurement) -> float:
     known=st.integers(0, 3),
     factors=st.lists(st.floats(0.6, 1.6), min_size=len(DESIGN), max_size=len(DESIGN)),
 )
+# Found by hypothesis: r2 alone, 0.625 of the prediction, is far from the fit (z ~ 22), so the robust loss's
+# scaled Jacobian called it uninformative and its calibration was dropped (before: 0.0, after: 0.0037).
+@example(order=[2, 1, 0, 3, 4, 5, 6], known=1, factors=[0.625] + [1.0] * (len(DESIGN) - 1))
 def test_adding_a_measurement_never_makes_its_error_larger(order, known, factors):
     rows = _predicted(BASE, order[: known + 1], factors)
     before, new = rows[:-1], rows[-1]

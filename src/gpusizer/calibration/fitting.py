@@ -18,7 +18,7 @@ import numpy as np
 
 from gpusizer.efficiency import BOUNDS, FIELDS, Case, Keys, Table, constant, with_constants, with_groups
 
-__all__ = ["Fit", "fit", "leave_group_out", "leave_one_out"]
+__all__ = ["Fit", "fit", "leave_group_out", "leave_one_out", "sensitivity"]
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ def fit(
         return np.concatenate([data_residuals(x), (x - prior) / width])
 
     result = least_squares(residuals, x0, bounds=(low, high), loss=loss, f_scale=1.0, x_scale=1.0)
-    sensitive = np.abs(result.jac[: len(cases)]) > 1e-3  # row i informs parameter j
+    sensitive = sensitivity(data_residuals, result.x, high) > 1e-3  # row i informs parameter j
     informed = [p for p, column in zip(params, sensitive.T, strict=True) if column.any()]
     rows = {p: tuple(c.id for c, hit in zip(cases, column, strict=True) if hit)
             for p, column in zip(params, sensitive.T, strict=True)}
@@ -132,6 +132,55 @@ def fit(
     predictions = {c.id: float(predict(c, fitted)) for c in cases}
     return Fit(fitted, predictions, tuple(":".join(p) for p in informed), float(result.cost), bool(result.success),
                tuple(params))
+
+
+def sensitivity(residuals: Callable[[np.ndarray], np.ndarray], x: np.ndarray, high: np.ndarray,
+                step: float = 1e-4) -> np.ndarray:
+    r"""How much each residual moves with each parameter: the loss-free Jacobian, by forward differences.
+
+    Parameters
+    ----------
+    residuals : callable
+        ``residuals(x)``, one value per measurement. [-]
+    x : ndarray
+        Where to differentiate (the logs of the constants). [-]
+    high : ndarray
+        Upper bounds of ``x``: a parameter closer to its bound than ``step`` is stepped downwards. [-]
+    step : float, optional
+        Step in log space. [-]
+
+    Returns
+    -------
+    ndarray
+        :math:`|\partial r_i / \partial x_j|`, one row per residual and one column per parameter. [-]
+
+    Notes
+    -----
+    ``scipy.optimize.least_squares`` returns the Jacobian scaled by the robust loss,
+    :math:`J_{ij}\sqrt{\rho'(z_i) + 2\rho''(z_i) z_i}` [1]_ (for soft-L1, :math:`(1 + z_i)^{-3/4}`), so a row far
+    from the fit (large :math:`z_i`) would look as if it informed nothing; this unscaled Jacobian tells which
+    rows inform which constants whatever their residual.
+
+    References
+    ----------
+    .. [1] SciPy, ``scipy.optimize.least_squares``: "jac: modified Jacobian matrix at the solution, in the
+       sense that J^T J is a Gauss-Newton approximation of the Hessian of the cost function"
+       (scipy/optimize/_lsq/common.py, ``scale_for_robust_loss_function``).
+
+    Examples
+    --------
+    >>> sensitivity(lambda x: np.array([2 * x[0], 0 * x[1]]), np.zeros(2), np.ones(2)).round(6)
+    array([[2., 0.],
+           [0., 0.]])
+    """
+    base = residuals(x)
+    columns = []
+    for j in range(len(x)):
+        h = step if x[j] + step <= high[j] else -step
+        shifted = x.copy()
+        shifted[j] += h
+        columns.append((residuals(shifted) - base) / h)
+    return np.abs(np.stack(columns, axis=1)) if columns else np.zeros((len(base), 0))
 
 
 def _has(table: Table, param: tuple[str, str, str]) -> bool:
