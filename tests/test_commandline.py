@@ -166,7 +166,9 @@ def test_sglang_and_trtllm_lines():
     p = predict(parse("python -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp 2 --context-length 32768"),
                 "h100")
     assert p.lines[0].startswith(f"KV Cache is allocated. #tokens: {p.startup['kv_cache_tokens']}, K size: ")
-    assert p.inputs["engine"].memory_fraction == 0.88  # unset: the profile's default
+    # unset: SGLang's default on an H100 at TP2, (81,121.28 - 14,032) / 81,121.28 MiB with a reserve of
+    # 512 + 1.5 x 8192 + 2/8 x 1024 + 2 x 256 + 8 x 58 MiB (engine_defaults.sglang_mem_fraction_static)
+    assert p.inputs["engine"].memory_fraction == 0.827 and p.estimate.memory_fraction == 0.827
     t = predict(parse("trtllm-serve meta-llama/Llama-3.1-8B-Instruct --max_seq_len 8192"), "h100")
     assert t.lines[0].endswith(f"paged KV cache ({t.startup['kv_cache_tokens']:,}).")
     assert t.inputs["engine"].max_sequences == 2048
@@ -211,12 +213,11 @@ LOG_COMMANDS = [
     ("Qwen3-235B-A22B-FP8, 4 x H100 TP4", "sglang", "h100-sxm",
      "python -m sglang.launch_server --model-path Qwen/Qwen3-235B-A22B-FP8 --tp 4 --mem-fraction-static 0.93 "
      "--context-length 40960", None),
-    ("Qwen3-0.6B, H100, fraction 0.83", "sglang", "h100-sxm",
-     "python -m sglang.launch_server --model-path Qwen/Qwen3-0.6B --mem-fraction-static 0.83 --context-length 40960",
-     None),
+    ("Qwen3-0.6B, H100, default fraction", "sglang", "h100-sxm",
+     "python -m sglang.launch_server --model-path Qwen/Qwen3-0.6B --context-length 40960", None),
     ("Llama-2-7B, A10, fraction 0.95", "trtllm", "a10",
-     "trtllm-serve meta-llama/Llama-2-7b-hf --max_seq_len 4096 --kv_cache_free_gpu_memory_fraction 0.95 "
-     "--max_batch_size 25", None),
+     "trtllm-serve meta-llama/Llama-2-7b-hf --max_seq_len 6144 --kv_cache_free_gpu_memory_fraction 0.95 "
+     "--max_batch_size 25 --max_num_tokens 51200", "TRTCPP"),
     ("gpt-oss-120b, 2 x 131072 cells", "llama.cpp", "h200-sxm",
      "llama-server -m gpt-oss-120b -c 262144 -np 2 -ub 1024", None),
 ]
@@ -228,7 +229,7 @@ def test_startup_logs_reproduce_the_library(name, engine, gpu, line, version):
     tool = _tool()
     case = next(c for c in tool.CASES if c.name == name and c.engine == engine)
     update = {"vllm": tool._BEFORE_V021}.get(engine, {})
-    update = {**update, **{"V0": tool._V0, "SORT": tool._SORT_SAMPLER, None: {}}[version]}
+    update = {**update, **{"V0": tool._V0, "SORT": tool._SORT_SAMPLER, "TRTCPP": tool._TRT_CPP, None: {}}[version]}
     base = engines.engine(engine).model_copy(update=update) if update else None
     p = predict(parse(line), gpu, base=base)
     library = tool.predict(case)

@@ -24,15 +24,17 @@ def test_pools_follow_each_rule_by_hand(rows):
     # llama.cpp: M - W - O, no fraction
     cpp = rows["llama.cpp"]
     assert cpp.kv_pool_bytes == pytest.approx(capacity - weights - cpp.overhead_bytes)
-    # SGLang: f (M - R) - W with R its non-torch memory (1 GiB in the profile), overheads inside (1 - f)(M - R)
+    # SGLang: f (M - R) - W with R its non-torch memory (1 GiB in the profile), overheads inside (1 - f)(M - R);
+    # f its default on an H100 at TP1: (81,121.28 - 13,904) / 81,121.28 MiB = 0.829 (engine_defaults)
     sgl = rows["sglang"]
-    assert sgl.kv_pool_bytes == pytest.approx(0.88 * (capacity - 2**30) - weights)
+    assert sgl.memory_fraction == 0.829
+    assert sgl.kv_pool_bytes == pytest.approx(0.829 * (capacity - 2**30) - weights)
 
 
 def test_reasons_come_from_the_profiles(rows):
     assert rows["vllm"].reasons == ()
     sgl = rows["sglang"].reasons
-    assert "memory fraction: 0.88 against 0.9 (vllm)" in sgl
+    assert "memory fraction: 0.829 against 0.9 (vllm)" in sgl
     assert "KV block (tokens): 1 against 16 (vllm)" in sgl
     assert any(r.startswith("sequences per step: 1 against 256") for r in rows["llama.cpp"].reasons)
     assert any(r.startswith("speed: efficiency constants trtllm/") for r in rows["trtllm"].reasons)
@@ -52,7 +54,7 @@ def test_running_sequences_are_capped_by_the_engine(rows):
 def test_cli_table_and_json(capsys):
     assert cli.main(["compare", "llama-3.1-8b", "h100", "--concurrency", "16"]) == 0
     out = capsys.readouterr().out
-    assert "share_of_total" in out and "memory fraction: 0.88 against 0.9 (vllm)" in out
+    assert "share_of_total" in out and "memory fraction: 0.829 against 0.9 (vllm)" in out
     assert cli.main(["compare", "llama-3.1-8b", "h100", "--engines", "sglang,vllm", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert [e["engine"] for e in data["engines"]] == ["sglang", "vllm"]

@@ -21,9 +21,15 @@ Figures and the estimate fields they are compared with (per GPU):
 * ``kv_cache_memory``: ``kv_pool_bytes`` (less ``kv_pool_deficit_bytes`` when negative);
 * ``kv_cache_tokens``: ``kv_pool_tokens`` of the whole layout; ``max_concurrency``: those tokens
   over ``max_model_len``, as vLLM prints it (fractional);
+* ``kv_cache_bytes``: ``memory.kv_cache_bytes`` (llama.cpp's KV buffer of every slot);
+* ``memory_fraction``: ``memory_fraction``, the fraction in force (SGLang's default follows the GPU and
+  the tensor parallelism: ``engine_defaults.sglang_mem_fraction_static``);
 * ``starts``: 1 when the pool holds one ``max_model_len`` sequence (the engine starts), else 0.
 
-Targets: weights within 3 %; KV memory, tokens and concurrency within 8 % or 1.5 GiB of pool.
+A log that states the engine's fraction sets ``memory_fraction`` and with it ``fraction_rule="fixed"``.
+
+Targets: weights within 3 %; KV memory, tokens and concurrency within 8 % or 1.5 GiB of pool; the
+memory fraction within 1 %.
 """
 
 from __future__ import annotations
@@ -48,7 +54,8 @@ DOC = ROOT / "docs" / "memory.md"
 START, END = "<!-- engine-logs:start -->", "<!-- engine-logs:end -->"
 UNITS = {"GB": GiB, "GiB": GiB, "MiB": MiB, "bytes": 1.0, "tokens": 1.0, "x": 1.0, "blocks": 1.0}
 """vLLM's and SGLang's "GB" is GiB (bytes / 2^30); see the logs' companion file."""
-TARGET = {"weights": 0.03, "kv_cache_memory": 0.08, "kv_cache_tokens": 0.08, "max_concurrency": 0.08}
+TARGET = {"weights": 0.03, "kv_cache_memory": 0.08, "kv_cache_tokens": 0.08, "max_concurrency": 0.08,
+          "memory_fraction": 0.01}
 POOL_SLACK = 1.5 * GiB
 """A KV figure within this many bytes of pool is on target whatever its relative error. [B]"""
 
@@ -87,6 +94,11 @@ _V0 = {"sampler_bytes_per_logit": 4.0}
 _SORT_SAMPLER = {"sampler_bytes_per_logit": 38.0}
 """vLLM 0.10-0.11 V1: the profile's dummy sampler runs the sort-based top-k/top-p
 (``vllm/v1/sample/ops/topk_topp_sampler.py`` ``apply_top_k_top_p``; ``memory.vllm_sampler_bytes``)."""
+_SGLANG_V04 = {"fraction_rule": "sglang_v04"}
+"""SGLang 0.3-0.4: the default ``mem_fraction_static`` by tensor parallelism (0.88 at TP1;
+``engine_defaults.sglang_v04_mem_fraction_static``)."""
+_TRT_CPP = {"cuda_graph_bytes": 0.0}
+"""TensorRT-LLM's C++ runtime of 2023-2024 (0.5-0.8) captures no CUDA graphs by default."""
 _TRITON_MXFP4 = {"mxfp4_hidden_multiple": 256, "mxfp4_intermediate_multiple": 64}
 """vLLM's Triton MXFP4 MoE backend (0.14): the intermediate width per rank padded to 64
 (``vllm/model_executor/layers/quantization/mxfp4.py`` ``Mxfp4MoEMethod.create_weights``) and the hidden
@@ -136,19 +148,22 @@ CASES: tuple[Case, ...] = (
     Case("Qwen3-235B-A22B-FP8, 4 x H100 TP4", "vllm#21348", "qwen3-235b-a22b", "h100-sxm", "sglang",
          {"kv_cache_tokens": "L074"}, gpus=4, context=40960, weights="fp8",
          settings={"memory_fraction": 0.93}, derived={"kv_cache_memory": ("L075", "-L076")}, starts=True),
-    Case("Qwen3-14B, 48 GB-class card", "xorbitsai/inference#3481", "qwen3-14b", "l40s", "sglang",
-         {"weights": "L077"}, context=40960),
-    Case("Qwen3-0.6B, H100, fraction 0.83", "sglang#39713", "qwen3-0.6b", "h100-sxm", "sglang",
-         {"kv_cache_tokens": "L087"}, context=40960, settings={"memory_fraction": 0.83}, starts=True),
+    Case("Qwen3-14B, 48 GiB card (RTX A6000 capacity)", "xorbitsai/inference#3481", "qwen3-14b", "rtx-a6000",
+         "sglang", {"weights": "L077", "kv_cache_tokens": "L079"}, context=40960, settings=_SGLANG_V04, starts=True),
+    Case("Qwen3-0.6B, H100, default fraction", "sglang#39713", "qwen3-0.6b", "h100-sxm", "sglang",
+         {"memory_fraction": "L112", "kv_cache_tokens": "L087"}, context=40960, starts=True),
+    Case("Qwen3-32B, H100, default fraction", "sglang#29092", "qwen3-32b", "h100-sxm", "sglang",
+         {"memory_fraction": "L113"}, context=40960),
     Case("Llama-3.1-8B-FP8, H100", "TensorRT-LLM#6294", "llama-3.1-8b", "h100-sxm", "trtllm",
-         {"weights": "L089"}, context=157, weights="fp8", kv_cache="fp8",
-         settings={"memory_fraction": 0.8, "batched_tokens": 23552, "max_sequences": 4096}),
+         {"weights": "L089", "kv_cache_memory": "L090", "kv_cache_tokens": "L091"}, context=157, weights="fp8",
+         kv_cache="fp8", settings={"memory_fraction": 0.8, "batched_tokens": 23552, "max_sequences": 4096},
+         starts=True),
     Case("7B SmoothQuant (Llama-2-7B), A100 80GB", "TensorRT-LLM#1400", "llama-2-7b", "a100-80gb-sxm", "trtllm",
          {"kv_cache_memory": "L094", "kv_cache_tokens": "L095"}, context=5120, weights="int8", kv_cache="fp16",
-         settings={"memory_fraction": 0.9, "batched_tokens": 4096, "max_sequences": 1}, starts=True),
+         settings={"memory_fraction": 0.9, "batched_tokens": 4096, "max_sequences": 1, **_TRT_CPP}, starts=True),
     Case("Llama-2-7B, A10, fraction 0.95", "TensorRT-LLM#224", "llama-2-7b", "a10", "trtllm",
-         {"kv_cache_tokens": "L096"}, context=4096, weights="fp16", kv_cache="fp16",
-         settings={"memory_fraction": 0.95, "max_sequences": 25}),
+         {"kv_cache_tokens": "L096"}, context=6144, weights="fp16", kv_cache="fp16",
+         settings={"memory_fraction": 0.95, "batched_tokens": 25 * 2048, "max_sequences": 25, **_TRT_CPP}),
     Case("gpt-oss-120b, 2 x 131072 cells", "ollama#16416", "gpt-oss-120b", "h200-sxm", "llama.cpp",
          {"weights": "L099", "kv_cache_bytes": "L100", "activation_peak": "L101"}, context=131072,
          concurrency=2, settings={"batched_tokens": 1024}),
@@ -176,6 +191,8 @@ def predict(case: Case) -> dict[str, float]:
     """gpusizer's figures for one log, by the log's figure names."""
     profile = engines.engine(case.engine)
     settings = {**(_BEFORE_V021 if case.engine == "vllm" else {}), **case.settings}
+    if "memory_fraction" in settings:
+        settings.setdefault("fraction_rule", "fixed")
     profile = profile.model_copy(update=settings) if settings else profile
     result = gpusizer.estimate(case.model, case.gpu, gpus=case.gpus, engine=profile, context=case.context,
                                concurrency=case.concurrency, weights=case.weights, kv_cache=case.kv_cache)
@@ -191,6 +208,7 @@ def predict(case: Case) -> dict[str, float]:
         "kv_cache_bytes": float(m.kv_cache_bytes),
         "kv_cache_tokens": tokens,
         "max_concurrency": tokens / case.context,
+        "memory_fraction": float(result.memory_fraction),
         "starts": float(bool(result.fits)),
     }
 
@@ -239,6 +257,8 @@ def _show(figure: str, value: float) -> str:
         return f"{value:,.0f}"
     if figure == "max_concurrency":
         return f"{value:.2f}"
+    if figure == "memory_fraction":
+        return f"{value:.3f}"
     return f"{value / GiB:.2f} GiB"
 
 

@@ -190,6 +190,12 @@ _ENGINE_TERMS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
+#: Each engine's own name for its memory fraction (vLLM ``--gpu-memory-utilization``, SGLang
+#: ``--mem-fraction-static``, TensorRT-LLM ``KvCacheConfig.free_gpu_memory_fraction``).
+_FRACTION_NAMES = {"vllm": "gpu_memory_utilization", "sglang": "mem_fraction_static",
+                   "trtllm": "free_gpu_memory_fraction"}
+
+
 def engine_memory(result: Estimate, profile: engines.EngineProfile | None = None) -> dict[str, Any]:
     """``result``'s memory per GPU under the names its engine's startup log uses (``_ENGINE_TERMS``), so that
     a prediction can be compared line by line with a log; sizes in bytes, the memory fraction as a share.
@@ -206,7 +212,10 @@ def engine_memory(result: Estimate, profile: engines.EngineProfile | None = None
     terms: dict[str, Any] = {name: _bytes(numbers[key]) for name, key in _ENGINE_TERMS.get(profile.name, ())}
     if profile.name == "vllm":  # "Maximum concurrency for N tokens per request: X x": pool tokens over N
         terms["max_concurrency"] = round(result.kv_pool_tokens / result.context, 2)
-    return {"engine": profile.name, "memory_fraction": profile.memory_fraction, **terms}
+    fraction = float(result.memory_fraction)  # in force: SGLang's default follows the GPU and the layout
+    if profile.name in _FRACTION_NAMES:
+        terms[_FRACTION_NAMES[profile.name]] = fraction
+    return {"engine": profile.name, "memory_fraction": fraction, **terms}
 
 
 def fit_text(result: Estimate, device: catalog.GPU, record: catalog.Model, layout_note: str = "given") -> str:

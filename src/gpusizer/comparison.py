@@ -77,8 +77,8 @@ class EngineRow:
     """The profile's sources."""
 
 
-def _value(profile: engines.EngineProfile, name: str) -> str:
-    value = getattr(profile, name)
+def _value(fields: dict[str, Any], name: str) -> str:
+    value = fields[name]
     if name.endswith("_bytes"):
         return f"{value / 2**30:.2f} GiB"
     return f"{value:g}" if isinstance(value, float) else str(value)
@@ -88,8 +88,11 @@ def _reasons(profile: engines.EngineProfile, first: engines.EngineProfile, row: 
              base: dict[str, Any]) -> tuple[str, ...]:
     if profile.name == first.name:
         return ()
-    out = [f"{what}: {_value(profile, name)} against {_value(first, name)} ({first.name})"
-           for name, what in _FIELDS if getattr(profile, name) != getattr(first, name)]
+    # the memory fraction in force (SGLang's default follows the GPU and the layout), not the profile's field
+    mine = {**profile.__dict__, "memory_fraction": row["memory_fraction"]}
+    theirs = {**first.__dict__, "memory_fraction": base["memory_fraction"]}
+    out = [f"{what}: {_value(mine, name)} against {_value(theirs, name)} ({first.name})"
+           for name, what in _FIELDS if mine[name] != theirs[name]]
     if row["efficiency"] != base["efficiency"] or row["measured"] != base["measured"]:
         how = {True: "fitted to measurements", False: "priors"}
         out.append(f"speed: efficiency constants {row['efficiency']} ({how[row['measured']]}) against "
@@ -136,7 +139,7 @@ def compare_engines(
         m = sized.memory
         rows.append(dict(
             engine=profile.name, kv_rule=profile.kv_rule, formula=RULE_FORMULAS[profile.kv_rule],
-            memory_fraction=profile.memory_fraction, fits=bool(sized.fits), weights_bytes=float(m.weights_bytes),
+            memory_fraction=float(sized.memory_fraction), fits=bool(sized.fits), weights_bytes=float(m.weights_bytes),
             overhead_bytes=float(m.activation_bytes + m.runtime_bytes), kv_pool_bytes=float(sized.kv_pool_bytes),
             kv_pool_tokens=float(sized.kv_pool_tokens), max_concurrency=float(sized.max_concurrency),
             max_sequences=profile.max_sequences, concurrency=running,

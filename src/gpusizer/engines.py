@@ -2,21 +2,23 @@ r"""Serving engines as named memory-budget profiles.
 
 Engines differ less in what they store than in how they split GPU memory between weights, their own
 runtime and the KV-cache pool. Each profile is a frozen record; the rule that turns a budget into a
-KV pool is a function chosen from ``KV_POOL_RULES`` by name (no if/elif on engine names).
+KV pool is a function chosen from ``KV_POOL_RULES`` by name (no if/elif on engine names), and the
+memory fraction in force one chosen from ``engine_defaults.FRACTION_RULES``.
 
 * ``vllm``: ``gpu_memory_utilization`` (0.9) of the GPU holds everything vLLM owns: weights, the
   activation peak of a profiling pass, non-torch memory (CUDA context, NCCL, cuBLAS) and CUDA
   graphs; what is left is the KV pool, in 16-token blocks.
-* ``sglang``: ``mem_fraction_static`` (0.88 here) of the memory free before the weights load (the
-  device less its non-torch memory) holds weights and the KV pool; activations and graphs live in the
-  rest.
-* ``trtllm``: the KV pool is ``kv_cache_free_gpu_memory_fraction`` (0.9) of the memory still free
-  after weights, activations and runtime.
+* ``sglang``: ``mem_fraction_static`` of the memory free before the weights load (the device less its
+  non-torch memory) holds weights and the KV pool; activations and graphs live in the rest. Its
+  default follows the GPU memory and the tensor parallelism (``engine_defaults.sglang_mem_fraction_static``;
+  ``fraction_rule="sglang_v04"`` for sglang 0.3-0.4's table).
+* ``trtllm``: the KV pool is ``free_gpu_memory_fraction`` (0.9) of the memory still free after weights,
+  the profiling pass's activations and runtime (``share_of_free_pool_bytes``).
 * ``llama.cpp``: no fraction: the KV cache of ``context x parallel slots`` plus a compute buffer
   must fit in the device memory (on Apple unified memory, Metal's default working-set limit).
 
-Deliberate omissions: engine versions (profiles describe current defaults), prefix caching, and
-CPU offload of weights or KV.
+Deliberate omissions: prefix caching, and CPU offload of weights or KV (``offload``). Engine versions
+enter where a default changed: a profile copy with another ``fraction_rule`` or sampler term.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from gpusizer.units import GiB
 
 __all__ = [
     "ENGINES", "KV_POOL_RULES", "EngineProfile", "device_capacity", "engine", "kv_pool_bytes", "non_torch_bytes",
-    "padded_expert_share", "padded_width", "static_share_pool_bytes",
+    "padded_expert_share", "padded_width", "share_of_free_pool_bytes", "static_share_pool_bytes",
 ]
 
 
@@ -42,7 +44,8 @@ class EngineProfile(Record):
     kv_rule: Literal["share_of_total", "static_share", "share_of_free", "whole"]
     """How the KV pool follows from the budget; a key of ``KV_POOL_RULES``."""
     memory_fraction: float
-    """The engine's memory fraction (``gpu_memory_utilization`` and the like). [-]"""
+    """The engine's memory fraction (``gpu_memory_utilization`` and the like) where ``fraction_rule`` is
+    ``fixed``; SGLang's fallback when it cannot read the GPU memory otherwise. [-]"""
     block_size: int
     """Tokens per KV block; a sequence's cache is rounded up to whole blocks. [token]"""
     runtime_bytes: float
@@ -52,8 +55,9 @@ class EngineProfile(Record):
     cuda_graph_bytes: float
     """Captured CUDA graphs, counted in the budget (vLLM from v0.21; 0 for engines that capture them
     outside it). [B]"""
-    activation: Literal["vllm", "llama.cpp"]
-    """Which activation-peak formula of ``memory`` applies."""
+    activation: Literal["vllm", "trtllm", "llama.cpp"]
+    """Which activation-peak formula of ``memory`` applies (``trtllm``: vLLM's forward pass with the sampler
+    of ``engine_defaults.trtllm_profile_requests``)."""
     batched_tokens: int
     """Tokens of the largest forward pass (``max_num_batched_tokens``, llama.cpp ``-ub``). [token]"""
     max_sequences: int
@@ -69,6 +73,9 @@ class EngineProfile(Record):
     mxfp4_intermediate_multiple: int = 1
     """Multiple the engine rounds an MXFP4 routed expert's intermediate width per tensor-parallel rank up
     to. [-]"""
+    fraction_rule: Literal["fixed", "sglang", "sglang_v04"] = "fixed"
+    """How the memory fraction in force follows from the GPU and the layout; a key of
+    ``engine_defaults.FRACTION_RULES`` (``fixed``: ``memory_fraction`` as set)."""
     source: tuple[str, ...]
 
 
@@ -104,6 +111,7 @@ ENGINES: dict[str, EngineProfile] = {
             name="sglang",
             kv_rule="static_share",
             memory_fraction=0.88,
+            fraction_rule="sglang",
             block_size=1,
             runtime_bytes=1.0 * GiB,
             runtime_bytes_multi_gpu=0.79 * GiB,
@@ -112,7 +120,9 @@ ENGINES: dict[str, EngineProfile] = {
             batched_tokens=8192,
             max_sequences=256,
             source=(
-                "sgl-project/sglang server_args: mem_fraction_static (about 0.88 on 80 GB GPUs), page_size 1",
+                "sgl-project/sglang@031ed82d8b5e python/sglang/srt/arg_groups/memory_hook.py "
+                "handle_gpu_memory_settings: default mem_fraction_static from GPU memory and tp_size "
+                "(engine_defaults.sglang_mem_fraction_static); page_size 1",
                 "sgl-project/sglang issue #8538: CUDA graph memory",
                 "sgl-project/sglang@226149ac457b python/sglang/srt/model_executor/model_runner_kv_cache_mixin.py "
                 "profile_max_num_token: pool = free after loading - free before loading x (1 - mem_fraction_static)",
@@ -128,13 +138,15 @@ ENGINES: dict[str, EngineProfile] = {
             runtime_bytes=1.0 * GiB,
             runtime_bytes_multi_gpu=0.79 * GiB,
             cuda_graph_bytes=0.3 * GiB,
-            activation="vllm",
+            activation="trtllm",
             batched_tokens=8192,
             max_sequences=256,
             source=("NVIDIA/TensorRT-LLM docs: KvCacheConfig free_gpu_memory_fraction 0.9, tokens_per_block 32",
                     "NVIDIA/TensorRT-LLM@fcd3f3168280 tensorrt_llm/llmapi/llm_args.py KvCacheConfig."
                     "free_gpu_memory_fraction: 'The fraction of GPU memory fraction that should be allocated for the "
-                    "KV cache. Default is 90%.'"),
+                    "KV cache. Default is 90%.'",
+                    "NVIDIA/TensorRT-LLM@d8ae02caed59 tensorrt_llm/_torch/pyexecutor/_util.py KvCacheCreator: "
+                    "KV = fraction x (total - peak of a profiling pass over max_num_tokens of dummy prompts)"),
         ),
         EngineProfile.model_construct(
             name="llama.cpp",
@@ -231,7 +243,43 @@ def static_share_pool_bytes(capacity: Any, weights: Any, overhead: Any, fraction
     return fraction * before_load - number(weights) + minimum(spill, 0)
 
 
-def _share_of_free(capacity: Any, weights: Any, overhead: Any, fraction: Any, non_torch: Any) -> Any:
+def share_of_free_pool_bytes(capacity: Any, weights: Any, overhead: Any, fraction: Any, non_torch: Any = 0.0) -> Any:
+    r"""TensorRT-LLM's KV pool on one GPU: ``free_gpu_memory_fraction`` of the memory a profiling pass
+    leaves free; negative (the whole shortfall) when nothing is free.
+
+    .. math:: P = f\,(M - W - O)
+
+    Parameters
+    ----------
+    capacity : array_like
+        GPU memory the driver reports, :math:`M` (``torch.cuda.mem_get_info`` total). [B]
+    weights : array_like
+        Weight bytes on this GPU, :math:`W`. [B]
+    overhead : array_like
+        Activation peak of the profiling pass plus non-torch memory (CUDA context, NCCL, graphs), :math:`O`. [B]
+    fraction : array_like
+        ``free_gpu_memory_fraction``, :math:`f`. [-]
+    non_torch : array_like, optional
+        Not read (the rules of ``KV_POOL_RULES`` share one signature). [B]
+
+    Returns
+    -------
+    numeric
+        The KV pool, :math:`P`. [B]
+
+    References
+    ----------
+    NVIDIA/TensorRT-LLM, commit d8ae02caed59, ``tensorrt_llm/_torch/pyexecutor/_util.py``,
+    ``KvCacheCreator._cal_max_tokens``: ``(total_gpu_memory - peak_memory + alloc_kv_tokens *
+    kv_size_per_token) * fraction``, the peak being the weights, the pass's torch peak and non-torch
+    memory; the C++ runtime (0.5-0.8) takes the same fraction of the free memory after the engine and
+    its execution context load (NVIDIA/TensorRT-LLM issue #224, #1400).
+
+    Examples
+    --------
+    >>> share_of_free_pool_bytes(80e9, 16e9, 4e9, 0.9)
+    54000000000.0
+    """
     free = number(capacity) - number(weights) - number(overhead)
     return where(free > 0, number(fraction) * free, free)
 
@@ -244,7 +292,7 @@ def _whole(capacity: Any, weights: Any, overhead: Any, fraction: Any, non_torch:
 KV_POOL_RULES: dict[str, Callable[[Any, Any, Any, Any, Any], Any]] = {
     "share_of_total": _share_of_total,
     "static_share": static_share_pool_bytes,
-    "share_of_free": _share_of_free,
+    "share_of_free": share_of_free_pool_bytes,
     "whole": _whole,
 }
 
@@ -275,8 +323,8 @@ def kv_pool_bytes(
     numeric
         ``share_of_total``: :math:`f M - W - O` (vLLM); ``static_share``: :math:`f (M - R) - W`, less any
         overhead that spills out of :math:`(1-f)(M - R)` (SGLang, ``static_share_pool_bytes``);
-        ``share_of_free``: :math:`f (M - W - O)` (TensorRT-LLM); ``whole``: :math:`M - W - O`
-        (llama.cpp). [B]
+        ``share_of_free``: :math:`f (M - W - O)` (TensorRT-LLM, ``share_of_free_pool_bytes``); ``whole``:
+        :math:`M - W - O` (llama.cpp). [B]
 
     Examples
     --------

@@ -18,6 +18,7 @@ from gpusizer import (
     catalog,
     checks,
     efficiency,
+    engine_defaults,
     engines,
     memory,
     multimodal,
@@ -30,7 +31,7 @@ from gpusizer import lora as adapters
 from gpusizer import offload as offloading
 from gpusizer import prefix_cache as caching
 from gpusizer.checks import cache_by_identity, instance, integer_array, plain, scalar_or_array
-from gpusizer.numeric import maximum, number, where
+from gpusizer.numeric import maximum, minimum, number, where
 from gpusizer.presentation import Presented
 
 if TYPE_CHECKING:  # for the annotation only: estimate applies a calibration through efficiency.calibrated_table
@@ -132,6 +133,9 @@ class Estimate(Presented):
     context_exceeds_model_max: Any
     """Whether ``context`` is longer than the model's maximum context (its ``max_position_embeddings``);
     the sizes are then extrapolated past what the model was trained for. [bool]"""
+    memory_fraction: Any
+    """The engine's memory fraction in force on this GPU and layout (``gpu_memory_utilization``,
+    ``mem_fraction_static``, ``free_gpu_memory_fraction``; ``engine_defaults.memory_fraction``). [-]"""
     decode: performance.Decode
     """Decode speed of the next token when every sequence holds ``context`` tokens."""
     prefill: performance.Prefill
@@ -406,14 +410,20 @@ def engine_capacity(device: catalog.GPU, profile: engines.EngineProfile) -> floa
     return engines.device_capacity(device.capacity, unified, profile)
 
 
-#: Activation peak of an engine's largest forward pass, by ``EngineProfile.activation``. [B]
-_ACTIVATION: dict[str, Callable[[unpack.ModelNumbers, Any, Any], Any]] = {
-    "vllm": lambda f, e, count: memory.vllm_activation_bytes(
+#: Activation peak of an engine's largest forward pass, by ``EngineProfile.activation``: ``(model numbers,
+#: profile, tensor parallelism, context) -> bytes``. TensorRT-LLM's profiling pass samples one token for each
+#: of its dummy prompts (``engine_defaults.trtllm_profile_requests``), not ``max_sequences``. [B]
+_ACTIVATION: dict[str, Callable[[unpack.ModelNumbers, Any, Any, Any], Any]] = {
+    "vllm": lambda f, e, count, ctx: memory.vllm_activation_bytes(
         e.batched_tokens, f.hidden, f.ffn_width, f.vocab, e.max_sequences, f.act_bpe, count,
         e.sampler_bytes_per_logit,
     ),
-    "llama.cpp": lambda f, e, count: memory.llama_cpp_compute_buffer_bytes(
-        e.batched_tokens, f.hidden, f.ffn_width, f.vocab
+    "trtllm": lambda f, e, count, ctx: memory.vllm_activation_bytes(
+        e.batched_tokens, f.hidden, f.ffn_width, f.vocab,
+        engine_defaults.trtllm_profile_requests(e.batched_tokens, ctx), f.act_bpe, count, e.sampler_bytes_per_logit,
+    ),
+    "llama.cpp": lambda f, e, count, ctx: engine_defaults.llama_cpp_compute_buffer_bytes(
+        minimum(e.batched_tokens, number(ctx) * e.max_sequences), f.hidden, f.ffn_width, f.vocab
     ),
 }
 
@@ -454,11 +464,13 @@ def memory_numbers(
         f.layer_bytes, f.replicated_bytes, expert_bytes, f.embedding_bytes, f.head_bytes,
         num_layers=f.num_layers, num_experts=f.num_experts, tp=tp, pp=pp, ep=ep,
     )
-    activation = _by_name(e.activation, lambda kind: _ACTIVATION[kind](f, e, tp))
+    activation = _by_name(e.activation, lambda kind: _ACTIVATION[kind](f, e, tp, ctx))
     non_torch = engines.non_torch_bytes(e.runtime_bytes, e.runtime_bytes_multi_gpu, count)
     runtime = non_torch + e.cuda_graph_bytes
+    fraction = _by_name(e.fraction_rule, lambda rule: engine_defaults.memory_fraction(
+        rule, capacity_bytes, tp, e.memory_fraction))
     pool = _by_name(e.kv_rule, lambda rule: engines.kv_pool_bytes(
-        capacity_bytes, weight_bytes, activation + runtime, rule=rule, fraction=e.memory_fraction,
+        capacity_bytes, weight_bytes, activation + runtime, rule=rule, fraction=fraction,
         non_torch=non_torch,
     ))
     cache = dict(block_size=e.block_size, tensor_parallel=tp)
@@ -483,4 +495,5 @@ def memory_numbers(
         max_concurrency=scalar_or_array(memory.max_concurrency(pool, per_sequence) * groups),
         max_context=memory.max_context(pool / stage, resident, f.layout, f.kv_bpe, f.act_bpe, limit=f.limit, **cache),
         context_exceeds_model_max=scalar_or_array(number(ctx) > f.limit),
+        memory_fraction=fraction,
     )

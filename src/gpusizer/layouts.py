@@ -32,6 +32,7 @@ from gpusizer import (
     catalog,
     checks,
     efficiency,
+    engine_defaults,
     engines,
     estimator,
     interconnect,
@@ -319,8 +320,8 @@ def uneven_layer_split(
     act = precision.bytes_per_element(record.activation_dtype)
     per_sequence = memory.sequence_cache_bytes(context, architecture.kv_layout(record),
                                                precision.kv_bytes_per_element(kv), act, block_size=profile.block_size)
-    buffer = memory.llama_cpp_compute_buffer_bytes(profile.batched_tokens, record.hidden_size,
-                                                   architecture.ffn_width_per_token(record), record.vocab_size)
+    buffer = engine_defaults.llama_cpp_compute_buffer_bytes(
+        profile.batched_tokens, record.hidden_size, architecture.ffn_width_per_token(record), record.vocab_size)
     share = [n / record.num_layers for n in layers]
     first, last = 0, len(devices) - 1
     held = [body * f + parts.embedding * (i == first) + parts.head * (i == last) for i, f in enumerate(share)]

@@ -202,7 +202,7 @@ def adapt(
     non_torch = engines.non_torch_bytes(engine.runtime_bytes, engine.runtime_bytes_multi_gpu, gpus)
     pool = engines.kv_pool_bytes(sizes["capacity_bytes"], sizes["weights_bytes"] + buffers,
                                  sizes["activation_bytes"] + sizes["runtime_bytes"], rule=engine.kv_rule,
-                                 fraction=engine.memory_fraction, non_torch=non_torch)
+                                 fraction=sizes["memory_fraction"], non_torch=non_torch)
     per_sequence = prefix_cache.per_sequence_bytes(numbers, engine, plan, ctx)
     groups = plan.dp * plan.attention_dp
     group = parallel.sequences_per_group(users, groups)

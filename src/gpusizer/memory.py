@@ -27,7 +27,6 @@ __all__ = [
     "headroom_bytes",
     "kv_cache_bytes",
     "kv_shard_fraction",
-    "llama_cpp_compute_buffer_bytes",
     "max_concurrency",
     "max_context",
     "pool_tokens",
@@ -318,19 +317,6 @@ def vllm_activation_bytes(
     forward = vllm_forward_activation_bytes(batched_tokens, hidden, ffn_width, bytes_per_element, tensor_parallel)
     sampler = vllm_sampler_bytes(batched_tokens, max_sequences, vocab, bytes_per_logit)
     return scalar_or_array(maximum(number(forward), number(sampler)))
-
-
-def llama_cpp_compute_buffer_bytes(ubatch: Any, hidden: Any, ffn_width: Any, vocab: Any) -> Any:
-    r"""llama.cpp's CUDA/Metal compute buffer for one micro-batch (flash attention on).
-
-    Returns
-    -------
-    numeric
-        :math:`u (V + 2 d_{ff} + 4 d) \cdot 4`: FP32 logits and FFN intermediates of a ``ubatch``.
-        For Llama-3-8B at ``-ub 512`` this gives 0.30 GB; llama.cpp logs a CUDA0 compute buffer of
-        about 258 MiB (0.27 GB) for that model. [B]
-    """
-    return scalar_or_array(4.0 * (number(ubatch) * (number(vocab) + 2 * number(ffn_width) + 4 * number(hidden))))
 
 
 def headroom_bytes(budget: Any, *used: Any) -> Any:

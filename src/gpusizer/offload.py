@@ -312,7 +312,7 @@ def _pool(e: Any, sizes: dict[str, Any], gpu_weights: Any) -> Any:
     non_torch = engines.non_torch_bytes(e.runtime_bytes, e.runtime_bytes_multi_gpu, 1)
     overhead = sizes["activation_bytes"] + sizes["runtime_bytes"]
     return engines.kv_pool_bytes(sizes["capacity_bytes"], gpu_weights, overhead, rule=e.kv_rule,
-                                 fraction=e.memory_fraction, non_torch=non_torch)
+                                 fraction=sizes["memory_fraction"], non_torch=non_torch)
 
 
 def _fits(

@@ -12,8 +12,9 @@ Sources (flag names, aliases and defaults read from the engines' code):
   ``FlexibleArgumentParser`` reads ``--max_model_len`` as ``--max-model-len``.
 * SGLang: sgl-project/sglang@001067fffe33 ``python/sglang/srt/server_args.py`` (``ServerArgs``:
   ``model_path`` alias ``--model``, ``tp_size`` alias ``--tensor-parallel-size``, ``pp_size``,
-  ``dp_size``, ``mem_fraction_static``/``max_running_requests``/``chunked_prefill_size``/``page_size``
-  default None, chosen at startup from the GPU; ``context_length`` default None: the model's;
+  ``dp_size``, ``mem_fraction_static``/``max_running_requests``/``chunked_prefill_size``/``page_size``/
+  ``cuda_graph_max_bs`` default None, chosen at startup from the GPU
+  (``engine_defaults.sglang_mem_fraction_static``); ``context_length`` default None: the model's;
   ``max_total_tokens``: "the maximum number of tokens in the memory pool", default None); ``--tp``
   and ``--dp`` are argparse's unique-prefix abbreviations of ``--tp-size`` and ``--dp-size``, the
   spelling SGLang's own docs use.
@@ -110,7 +111,8 @@ ENGINE_FLAGS: dict[str, tuple[Flag, ...]] = {
         _ignored("--max-prefill-tokens"), _ignored("--schedule-policy"),
         _ignored("--attention-backend"), _ignored("--log-level"), _ignored("--api-key"), _ignored("--load-format"),
         _ignored("--revision"), _ignored("--random-seed"), _ignored("--reasoning-parser"),
-        _ignored("--tool-call-parser"), _ignored("--chat-template"), _ignored("--cuda-graph-max-bs"),
+        _ignored("--tool-call-parser"), _ignored("--chat-template"),
+        Flag(("--cuda-graph-max-bs",), "cuda_graph_max_bs", "int"),
         _ignored("--speculative-algorithm"), _ignored("--speculative-draft-model-path"),
         _ignored("--nnodes"), _ignored("--node-rank"), _ignored("--dist-init-addr"), _ignored("--ep-size"),
         _ignored("--trust-remote-code", switch=True), _ignored("--disable-radix-cache", switch=True),

@@ -11,13 +11,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from gpusizer import catalog, engines, estimator, hf, units
+from gpusizer import catalog, engine_defaults, engines, estimator, hf, units
 from gpusizer import offload as offloading
 from gpusizer.commandline.flags import LLAMA_CPP_AUTO_SLOTS, VLLM_LARGE_GPU_BYTES
 from gpusizer.commandline.reader import EngineCommand
 from gpusizer.commands import common
 
-__all__ = ["Prediction", "inputs", "predict", "resolve_model", "startup_lines"]
+__all__ = ["Prediction", "inputs", "predict", "resolve_model", "sglang_fraction", "startup_lines"]
 
 MiB = 2.0**20
 
@@ -178,17 +178,43 @@ def inputs(command: EngineCommand, record: catalog.Model, device: catalog.GPU, *
         s["batched_tokens"] = s.get("batched_tokens") or (8192 if large else 2048)
         if s.get("cpu_offload_gib"):
             out["offload"] = offloading.Offload(cpu_offload_bytes=float(s["cpu_offload_gib"]) * units.GiB)
+    if command.engine == "sglang" and s.get("memory_fraction") is None and profile.fraction_rule == "sglang":
+        s["memory_fraction"] = sglang_fraction(s, device.capacity, tp, pp)
     if command.engine == "sglang" and s.get("batched_tokens") == -1:
         s["batched_tokens"] = out["context"]  # chunked prefill off: one forward pass holds the whole prompt
     for key in ("memory_fraction", "max_sequences", "batched_tokens", "block_size"):
         if s.get(key) is not None:
             update[key] = s[key]
+    if "memory_fraction" in update:
+        update["fraction_rule"] = "fixed"
     if s.get("enforce_eager"):
         update["cuda_graph_bytes"] = 0.0
     out["weights"] = _weights(s, record, hint, "--quantization")
     out["kv_cache"] = _kv(s.get("kv_cache", "auto"), "--kv-cache-dtype")
     out["engine"] = profile.model_copy(update=update) if update else profile
     return out
+
+
+def sglang_fraction(settings: dict[str, Any], capacity: float, tp: int, pp: int) -> float:
+    """SGLang's default ``mem_fraction_static`` for a command line's settings
+    (``engine_defaults.sglang_mem_fraction_static``): ``--chunked-prefill-size`` (-1, chunked prefill off:
+    ``max_prefill_tokens`` 16384 and no prefill graphs), ``--cuda-graph-max-bs`` and
+    ``--disable-cuda-graph`` (no graphs) enter its reserve. [-]
+
+    Examples
+    --------
+    >>> sglang_fraction({}, 81559 * 2**20, 1, 1), sglang_fraction({"enforce_eager": True}, 81559 * 2**20, 1, 1)
+    (0.83, 0.841)
+    """
+    chunk = settings.get("batched_tokens")
+    eager = bool(settings.get("enforce_eager"))
+    graphs = 0 if eager else settings.get("cuda_graph_max_bs")
+    reserve: dict[str, Any] = {"pipeline_parallel": pp, "cuda_graph_max_bs": graphs}
+    if chunk == -1:
+        reserve.update(chunked_prefill=16384, prefill_graph_sizes=0)
+    else:
+        reserve.update(chunked_prefill=chunk, prefill_graph_sizes=0 if eager else None)
+    return float(engine_defaults.sglang_mem_fraction_static(capacity, tp, **reserve))
 
 
 def _llama_inputs(s: dict[str, Any], record: catalog.Model, profile: engines.EngineProfile, gpus: int | None,

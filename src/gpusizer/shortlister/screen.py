@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusizer import architecture, catalog, engines, precision, serving
+from gpusizer import architecture, catalog, engine_defaults, engines, precision, serving
 from gpusizer import prefix_cache as caching
 from gpusizer.estimator import estimate
 from gpusizer.serving import SLO, Workload
@@ -201,7 +201,8 @@ def _memory_screen(s: _Sweep, device: catalog.GPU, count: int, weights: str | No
     profile = s.profile
     fixed = engines.non_torch_bytes(profile.runtime_bytes, profile.runtime_bytes_multi_gpu, count)
     fixed = fixed + profile.cuda_graph_bytes
-    budget = device.capacity * profile.memory_fraction
+    fraction = engine_defaults.memory_fraction(profile.fraction_rule, device.capacity, count, profile.memory_fraction)
+    budget = device.capacity * fraction
     if s.sizes[weights] / count + fixed > budget:
         return (f"does not fit: weights need {s.sizes[weights] / count / 1e9:.0f} GB per GPU and the "
                 f"runtime {fixed / 1e9:.1f} GB; the engine may use {budget / 1e9:.0f} GB")

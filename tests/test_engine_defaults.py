@@ -1,0 +1,131 @@
+"""Engine defaults by hand: SGLang's mem_fraction_static, TensorRT-LLM's profiling requests, llama.cpp's
+compute buffer (gpusizer.engine_defaults), and how estimate, fit --json and from-cmd use them."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import gpusizer
+from gpusizer import cli, engine_defaults, engines
+from gpusizer.commandline import parse, predict
+from gpusizer.commandline.startup import sglang_fraction
+
+MiB = 2.0**20
+H100 = 79.22 * 2**30  # the CUDA total gpusizer's h100-sxm holds: 81,121.28 MiB
+H100_SMI = 81559 * MiB  # nvidia-smi's memory.total, which SGLang reads
+
+
+def test_prefill_graph_sizes_count_the_capture_list():
+    # 4-32 by 4 (8), 48-256 by 16 (14), 288-512 by 32 (8), 576-1024 by 64 (8), 1280-4096 by 256 (12) = 50;
+    # then 4608, 5120, ..., 8192: 8 more
+    assert engine_defaults.sglang_prefill_graph_sizes(4096) == 50
+    assert engine_defaults.sglang_prefill_graph_sizes(8192) == 58
+    assert engine_defaults.sglang_prefill_graph_sizes(3) == 0
+    assert engine_defaults.sglang_prefill_graph_sizes(4) == 1
+
+
+@pytest.mark.parametrize(
+    ("capacity", "tp", "reserved_mib"),
+    [
+        (H100, 1, 512 + 1.5 * 8192 + 1 / 8 * 1024 + 2 * 256 + 8 * 58),  # 13,904
+        (H100, 4, 512 + 1.5 * 8192 + 4 / 8 * 1024 + 2 * 512 + 8 * 58),  # 14,800
+        (44.99 * 2**30, 1, 512 + 1.5 * 4096 + 128 + 2 * 32 + 8 * 50),  # L40S bucket (35-60 GiB): 7,248
+        (23.55 * 2**30, 1, 512 + 1.5 * 4096 + 128 + 2 * 48 + 8 * 50),  # RTX 4090 bucket (20-35 GiB): 7,280
+        (192e9, 8, 512 + 1.5 * 16384 + 1024 + 2 * 512 + 8 * 74),  # MI300X bucket (over 160 GiB): 27,728
+    ],
+)
+def test_sglang_reserve_by_hand(capacity, tp, reserved_mib):
+    assert engine_defaults.sglang_reserved_memory_bytes(capacity, tp) == pytest.approx(reserved_mib * MiB)
+
+
+def test_sglang_reserve_is_at_least_10_gib_above_60_gib():
+    # no graphs, 2048-token chunks: 512 + 3072 + 128 = 3,712 MiB, raised to the 10,240 MiB floor on an H200
+    assert engine_defaults.sglang_reserved_memory_bytes(
+        139.72 * 2**30, 1, chunked_prefill=2048, cuda_graph_max_bs=0, prefill_graph_sizes=0) == 10240 * MiB
+    # under 60 GiB no floor
+    assert engine_defaults.sglang_reserved_memory_bytes(
+        44.99 * 2**30, 1, chunked_prefill=2048, cuda_graph_max_bs=0, prefill_graph_sizes=0) == 3712 * MiB
+
+
+def test_sglang_fraction_reproduces_the_logged_defaults():
+    # sgl-project/sglang PR #39713 (2026-09, H100, TP1): "mem_fraction_static=0.83 (default)":
+    # (81,559 - 13,904) / 81,559 = 0.8295 -> 0.83
+    assert engine_defaults.sglang_mem_fraction_static(H100_SMI, 1) == 0.83
+    # sgl-project/sglang issue #29092 (2026-06, H100, Qwen3-32B): "0.828"; the prefill-graph list then had 74
+    # sizes up to 8192: (81,559 - 14,032) / 81,559 = 0.8280
+    assert engine_defaults.sglang_mem_fraction_static(H100_SMI, 1, prefill_graph_sizes=74) == 0.828
+    # at the CUDA total gpusizer holds: (81,121.28 - 13,904) / 81,121.28 = 0.8286
+    assert engine_defaults.sglang_mem_fraction_static(H100, 1) == 0.829
+    assert engine_defaults.sglang_mem_fraction_static(H100, 4) == 0.818  # (81,121.28 - 14,800) / 81,121.28
+
+
+def test_sglang_v04_table():
+    # sglang 0.4 ServerArgs.__post_init__: 0.88 / 0.87 / 0.85 / 0.81 / 0.79 from TP 1 / 2 / 4 / 8 / 16
+    assert [engine_defaults.sglang_v04_mem_fraction_static(tp) for tp in (1, 2, 3, 4, 8, 16, 32)] == [
+        0.88, 0.87, 0.87, 0.85, 0.81, 0.79, 0.79]
+
+
+@given(st.lists(st.floats(8, 300), min_size=1, max_size=5), st.sampled_from([1, 2, 4, 8]))
+def test_fraction_broadcasts_like_its_scalars(gib, tp):
+    capacity = np.array(gib) * 2**30
+    array = engine_defaults.sglang_mem_fraction_static(capacity, tp)
+    assert list(np.atleast_1d(array)) == [engine_defaults.sglang_mem_fraction_static(c, tp) for c in capacity]
+    assert np.all((np.atleast_1d(array) > 0) & (np.atleast_1d(array) < 1))
+
+
+def test_memory_fraction_dispatch():
+    assert engine_defaults.memory_fraction("fixed", H100, 1, 0.93) == 0.93
+    assert engine_defaults.memory_fraction("sglang", H100, 1, 0.5) == 0.829
+    with pytest.raises(ValueError, match="sglang_v04"):
+        engine_defaults.memory_fraction("sglang9", H100, 1, 0.9)
+    for profile in engines.ENGINES.values():
+        assert profile.fraction_rule in engine_defaults.FRACTION_RULES
+
+
+def test_trtllm_profile_requests_by_hand():
+    # TensorRT-LLM#6294: max_num_tokens 23,552, max_seq_len 157: prompts of 156 tokens, 150 x 156 = 23,400,
+    # one of 152 more
+    assert engine_defaults.trtllm_profile_requests(23552, 157) == 151
+    assert engine_defaults.trtllm_profile_requests(8192, 8192) == 2  # 8,191 + 1
+    assert engine_defaults.trtllm_profile_requests(2048, 1) == 2048  # one-token prompts
+
+
+def test_llama_cpp_compute_buffer_by_hand():
+    # ollama#16416, gpt-oss-120b at -ub 1024: "796" MiB; 4 x 1024 x (201,088 + 2,880) B = 796.75 MiB
+    assert engine_defaults.llama_cpp_compute_buffer_bytes(1024, 2880, 11520, 201088) == 4 * 1024 * 203968
+    # Llama-3-8B at -ub 512: 4 x 512 x (128,256 + 4,096) = 258.5 MiB
+    assert engine_defaults.llama_cpp_compute_buffer_bytes(512, 4096, 14336, 128256) / MiB == 258.5
+    # small vocabulary, wide FFN (Llama-2-70B shape): the SwiGLU step, 4 x 512 x (3 x 28,672 + 8,192)
+    assert engine_defaults.llama_cpp_compute_buffer_bytes(512, 8192, 28672, 32000) == 4 * 512 * 94208
+
+
+def test_estimate_uses_the_fraction_in_force():
+    sglang = gpusizer.estimate("llama-3.1-8b", "h100-sxm", engine="sglang", context=8192)
+    assert sglang.memory_fraction == 0.829
+    tp4 = gpusizer.estimate("llama-3.1-70b", "h100-sxm", gpus=4, engine="sglang", context=8192)
+    assert tp4.memory_fraction == 0.818
+    fixed = engines.engine("sglang").model_copy(update={"memory_fraction": 0.93, "fraction_rule": "fixed"})
+    assert gpusizer.estimate("llama-3.1-8b", "h100-sxm", engine=fixed, context=8192).memory_fraction == 0.93
+    assert gpusizer.estimate("llama-3.1-8b", "h100-sxm", engine="vllm", context=8192).memory_fraction == 0.9
+
+
+def test_fit_json_names_the_fraction_as_each_engine_does():
+    for engine, name, value in (("vllm", "gpu_memory_utilization", 0.9), ("sglang", "mem_fraction_static", 0.829),
+                                ("trtllm", "free_gpu_memory_fraction", 0.9)):
+        result = gpusizer.estimate("llama-3.1-8b", "h100-sxm", engine=engine, context=8192)
+        terms = cli.fit_json(result)["engine_memory"]
+        assert terms[name] == value and terms["memory_fraction"] == value
+
+
+def test_from_cmd_sglang_default_fraction_follows_its_flags():
+    assert sglang_fraction({}, H100, 1, 1) == 0.829
+    # --cuda-graph-max-bs 32: 512 + 12,288 + 128 + 64 + 464 = 13,456 MiB -> (81,121.28 - 13,456) / 81,121.28
+    assert sglang_fraction({"cuda_graph_max_bs": 32}, H100, 1, 1) == 0.834
+    # --chunked-prefill-size 4096: 512 + 6,144 + 128 + 512 + 400 = 7,696, raised to 10,240 -> 0.874
+    assert sglang_fraction({"batched_tokens": 4096}, H100, 1, 1) == 0.874
+    given_fraction = predict(parse("python -m sglang.launch_server --model-path Qwen/Qwen3-8B "
+                                   "--mem-fraction-static 0.7"), "h100-sxm")
+    assert given_fraction.estimate.memory_fraction == 0.7
+    default = predict(parse("python -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp 4"), "h100-sxm")
+    assert default.estimate.memory_fraction == 0.818
