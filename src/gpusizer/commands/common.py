@@ -39,6 +39,7 @@ __all__ = [
     "default_context",
     "duration",
     "finite",
+    "gguf_model",
     "gpu_count",
     "help_options",
     "input_file",
@@ -215,7 +216,8 @@ def service(args: argparse.Namespace, rate: float) -> tuple[Any, Any]:
 
 
 def model(name: str, what: str = "MODEL") -> catalog.Model:
-    """The model a command names: a catalogue id, or a path to a Hugging Face config.json or a folder holding one.
+    """The model a command names: a catalogue id, a path to a Hugging Face config.json or a folder holding one,
+    or a ``.gguf`` file (``gguf_model``).
 
     Raises
     ------
@@ -236,11 +238,31 @@ def model(name: str, what: str = "MODEL") -> catalog.Model:
         raise CommandError(f"{what}: {error}") from None
     if not is_path:
         return catalog.model(name)
+    if path.suffix.lower() == ".gguf":
+        return gguf_model(path, what)
     from gpusizer import hf
 
     config = path / "config.json" if path.is_dir() else path
     input_file(config, what)
     return hf.from_hf_config(name)
+
+
+def gguf_model(path: Path, what: str = "MODEL") -> catalog.Model:
+    """The model of a GGUF file (``gguf.from_gguf``: split parts beside it, weights as stored).
+
+    Raises
+    ------
+    CommandError
+        Status 1, naming the file: not a regular file, unreadable, a malformed or hostile header
+        (the reader's message), a missing split part or an architecture gpusizer does not read.
+    """
+    from gpusizer import gguf
+
+    input_file(path, what, limit=2**62)  # the header alone is read, within gguf.LIMITS
+    try:
+        return gguf.from_gguf(path)
+    except ValueError as error:
+        raise CommandError(f"{what}: {error}", ENVIRONMENT) from None
 
 
 def check_context(record: catalog.Model, context: int, prompt: int | None, allow: bool) -> None:
