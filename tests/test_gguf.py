@@ -167,6 +167,7 @@ def test_long_arrays_are_skipped_by_length(tmp_path):
 def write_qwen3moe(path):
     """One Qwen3-MoE layer: hidden 256, 4 heads of 64, 2 KV heads, 4 experts of width 256, 2 per token."""
     w = gguf.GGUFWriter(str(path), "qwen3moe")
+    w.add_file_type(7)  # MOSTLY_Q8_0
     for key, value in (("context_length", 32768), ("block_count", 1), ("embedding_length", 256),
                        ("attention.head_count", 4), ("attention.head_count_kv", 2), ("attention.key_length", 64),
                        ("attention.value_length", 64), ("expert_count", 4), ("expert_used_count", 2),
@@ -303,3 +304,92 @@ def test_minimal_hand_written_file_reads(tmp_path):
     path.write_bytes(_file())
     header = read_header(path)
     assert header.tensors[0].nbytes == 32 and header.data_offset + 32 == header.file_size
+
+
+# --- the architectures read, from metadata as llama.cpp's converter writes it -------------------------------
+
+COMMON = {"context_length": 8192, "block_count": 12, "embedding_length": 64, "feed_forward_length": 128,
+          "attention.head_count": 4, "attention.head_count_kv": 2, "attention.key_length": 32,
+          "attention.value_length": 32}
+MLA = {"expert_count": 8, "expert_used_count": 2, "expert_feed_forward_length": 32, "expert_shared_count": 1,
+       "leading_dense_block_count": 1, "attention.kv_lora_rank": 32, "rope.dimension_count": 16}
+
+
+def write_arch(path, arch, keys, tensors=()):
+    w = gguf.GGUFWriter(str(path), arch)
+    for key, value in {**COMMON, **keys}.items():
+        w.add_uint32(f"{arch}.{key}", value)
+    w.add_file_type(1)  # MOSTLY_F16
+    w.add_tensor("token_embd.weight", np.zeros((300, 64), dtype=np.float16))
+    for name, shape, kind in tensors:
+        _quant(w, name, shape, kind)
+    _finish(w)
+    return path
+
+
+ARCHS = {
+    # gemma3: five sliding layers then a global one (llama.cpp set_swa_pattern(6), transformers' default)
+    "gemma3": ({"attention.sliding_window": 512}, lambda m: (m.family, m.layer_types[-2:], m.sliding_window),
+               ("gemma3_text", ("sliding", "full"), 512)),
+    "gemma2": ({"attention.sliding_window": 4096}, lambda m: (m.family, m.layer_types, m.sliding_window),
+               ("gemma2", ("sliding", "full"), 4096)),
+    "qwen3": ({}, lambda m: (m.family, m.head_dim, m.num_kv_heads, m.qk_norm), ("qwen3", 32, 2, True)),
+    # Mixtral is llama with experts; its expert width is feed_forward_length
+    "llama": ({"expert_count": 8, "expert_used_count": 2},
+              lambda m: (m.family, m.moe.num_experts, m.moe.experts_per_token, m.moe.expert_intermediate_size),
+              ("mixtral", 8, 2, 128)),
+    "gpt-oss": ({"attention.sliding_window": 128, "expert_count": 8, "expert_used_count": 2,
+                 "expert_feed_forward_length": 64},
+                lambda m: (m.family, m.layer_types, m.sliding_window, m.moe.expert_intermediate_size,
+                           m.attention_sinks),
+                ("gpt_oss", ("sliding", "full"), 128, 64, True)),
+    # DeepSeek-V3 (sigmoid gating, expert_gating_func 2) with the plain MLA widths: key_length 48 = 32 + 16
+    "deepseek2": ({**MLA, "attention.q_lora_rank": 48, "attention.key_length": 48, "expert_gating_func": 2},
+                  lambda m: (m.family, m.mla.q_lora_rank, m.mla.qk_nope_head_dim, m.mla.v_head_dim,
+                             m.first_dense_layers, m.moe.num_shared_experts),
+                  ("deepseek_v3", 48, 32, 32, 1, 1)),
+}
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_architectures(arch, tmp_path):
+    keys, read, expected = ARCHS[arch]
+    m = from_gguf(write_arch(tmp_path / f"{arch}.gguf", arch, keys))
+    assert read(m) == expected
+    assert (m.hidden_size, m.num_layers, m.max_context, m.weights) == (64, 12, 8192, "fp16")
+
+
+def test_deepseek_v2_lite_absorbed_widths(tmp_path):
+    """Newer converters store the absorbed MLA widths as key_length/value_length (kv_lora_rank + rope, and
+    kv_lora_rank) and the per-head ones as *_mla; q_lora_rank 0 is V2-Lite's uncompressed query; softmax gating
+    (expert_gating_func 1) is DeepSeek-V2."""
+    keys = {**MLA, "attention.q_lora_rank": 0, "attention.key_length": 48, "attention.value_length": 32,
+            "attention.key_length_mla": 48, "attention.value_length_mla": 32, "attention.head_count_kv": 1,
+            "expert_gating_func": 1}
+    m = from_gguf(write_arch(tmp_path / "lite.gguf", "deepseek2", keys))
+    assert (m.family, m.mla.q_lora_rank, m.mla.kv_lora_rank, m.mla.qk_nope_head_dim, m.mla.qk_rope_head_dim,
+            m.mla.v_head_dim) == ("deepseek_v2", None, 32, 32, 16, 32)
+
+
+def test_mxfp4_experts_and_a_labelled_file_type(tmp_path):
+    """gpt-oss: MXFP4 experts (17 B per 32) are expert_weights mxfp4; general.file_type 38 (MOSTLY_MXFP4_MOE) has
+    no catalogue precision, so the rest is labelled by its bits per weight, with a warning."""
+    keys = {"attention.sliding_window": 128, "expert_count": 8, "expert_used_count": 2,
+            "expert_feed_forward_length": 64}
+    path = tmp_path / "oss.gguf"
+    w = gguf.GGUFWriter(str(path), "gpt-oss")
+    for key, value in {**COMMON, **keys}.items():
+        w.add_uint32(f"gpt-oss.{key}", value)
+    w.add_file_type(38)
+    _quant(w, "token_embd.weight", (300, 64), T.Q8_0)
+    _quant(w, "blk.0.attn_q.weight", (64, 64), T.Q4_0)
+    _quant(w, "blk.0.ffn_up_exps.weight", (8, 64, 64), T.MXFP4)
+    _finish(w)
+    # outside the experts: 300 x 64 at 8.5 bits and 64 x 64 at 4.5: (163,200 + 18,432) / 23,296 = 7.80 bits,
+    # nearest q8_0 (8.5; q6_k is 6.56)
+    with pytest.warns(UserWarning, match="file_type 38: labelled q8_0, the catalogue precision nearest its 7.80 "):
+        m = from_gguf(path)
+    assert (m.weights, m.expert_weights) == ("q8_0", "mxfp4")
+    # experts: 8 x 64 rows x 2 blocks x 17 B = 17,408; embedding 300 x 2 x 34 = 20,400
+    assert (m.stored_weights.experts, m.stored_weights.embedding) == (17_408, 20_400)
+    assert precision.stored_applies(m, "q8_0", "mxfp4")

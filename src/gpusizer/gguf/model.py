@@ -18,6 +18,7 @@ activation dtype is ``fp16``.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,7 @@ from gpusizer import precision
 from gpusizer.catalog import Model
 from gpusizer.gguf.files import read_parts, stored_weights
 from gpusizer.gguf.header import Header, Skipped
-from gpusizer.hf import from_hf_config
+from gpusizer.hf import ConfigAssumptionWarning, from_hf_config
 
 __all__ = ["ARCHITECTURES", "FILE_TYPES", "KEYS", "from_gguf", "hf_config"]
 
@@ -90,7 +91,6 @@ def _deepseek(meta: dict[str, Any], arch: str, config: dict[str, Any]) -> None:
     config.pop("head_dim", None)
     config.update(qk_rope_head_dim=rope, qk_nope_head_dim=key - rope if isinstance(key, int) and isinstance(rope, int)
                   else key, v_head_dim=value)
-    config["q_lora_rank"] = config.get("q_lora_rank") or None  # 0: no query compression (V2-Lite)
     if meta.get(f"{arch}.expert_gating_func") == 1:  # softmax gating: DeepSeek-V2
         config["model_type"] = "deepseek_v2"
 
@@ -126,7 +126,10 @@ def hf_config(header: Header) -> dict[str, Any]:
     config["tie_word_embeddings"] = "output.weight" not in tensors and "token_embd.weight" in tensors
     config["attention_bias"] = any(f"blk.0.attn_{p}.bias" in tensors for p in ("q", "qkv"))
     config["mlp_bias"] = "blk.0.ffn_up.bias" in tensors
-    return {key: value for key, value in config.items() if value is not None}
+    out = {key: value for key, value in config.items() if value is not None}
+    if model_type.startswith("deepseek"):
+        out["q_lora_rank"] = out.get("q_lora_rank") or None  # 0 or absent: no query compression (V2-Lite)
+    return out
 
 
 def _precisions(headers: tuple[Header, ...], weights: Any) -> tuple[str, str | None, list[str]]:
@@ -141,9 +144,12 @@ def _precisions(headers: tuple[Header, ...], weights: Any) -> tuple[str, str | N
     elements = sum(_elements(t.dims) for t in dense)
     bits = 8 * sum(t.nbytes for t in dense) / elements if elements else 16.0
     known = [p for p in precision.PRECISIONS.values() if p.covers_embeddings or p.name in ("fp16", "fp32")]
-    nearest = min(known, key=lambda p: abs(p.bits - bits)).name
-    return nearest, mxfp4, [f"general.file_type {weights!r}: labelled {nearest}, the catalogue precision nearest "
-                            f"its {bits:.2f} bits per weight; its weights are sized from the tensors' own bytes"]
+    nearest = min(known, key=lambda p: abs(p.bits - bits))
+    if abs(nearest.bits - bits) < 1e-9:  # exactly a catalogue format (an F16 file without general.file_type)
+        return nearest.name, mxfp4, []
+    note = (f"general.file_type {weights!r}: labelled {nearest.name}, the catalogue precision nearest its "
+            f"{bits:.2f} bits per weight; its weights are sized from the tensors' own bytes")
+    return nearest.name, mxfp4, [note]
 
 
 def _elements(dims: tuple[int, ...]) -> int:
@@ -178,6 +184,12 @@ def from_gguf(path: str | Path, *, id: str | None = None, name: str | None = Non
     ValueError
         Naming the file: a malformed or hostile header (``header.read_header``), a missing split part,
         an architecture not read, or metadata that does not describe a valid model.
+
+    Warns
+    -----
+    ConfigAssumptionWarning
+        Once, listing every assumption: a ``general.file_type`` labelled by the nearest precision, and
+        those of ``hf.from_hf_config``.
     """
     headers = read_parts(path)
     first = headers[0]
@@ -193,4 +205,7 @@ def from_gguf(path: str | Path, *, id: str | None = None, name: str | None = Non
     update = {"weights": weights, "expert_weights": experts, "activation_dtype": "fp16",
               "stored_weights": stored_weights(headers), "source": (f"GGUF: {files}",),
               "notes": "; ".join(filter(None, [base.notes, *notes]))}
-    return Model.model_validate({**base.model_dump(), **update})
+    record = Model.model_validate({**base.model_dump(), **update})
+    if notes:
+        warnings.warn(f"{first.path}: assumptions made: " + "; ".join(notes), ConfigAssumptionWarning, stacklevel=2)
+    return record
