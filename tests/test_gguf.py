@@ -233,7 +233,7 @@ def test_cli_fit_json(tiny, capsys):
     # decode streams the layers and the head once per step: 785,920 + 63,000
     assert data["decode"]["weight_bytes"] == LAYERS + HEAD
     status, out, err = run(["fit", str(tiny), "rtx-4090", "--engine", "llama.cpp"], capsys)
-    assert status == 0 and "stored weights  892,120 B" in out and "Q4_K 0.00 GB (54.4%)" in out
+    assert status == 0 and "stored weights  892,120 B" in out and "Q4_K 0.49 MB (54.4%)" in out
 
 
 # --- hostile headers, written byte by byte --------------------------------------------------------------
