@@ -19,7 +19,7 @@ from gguf import GGMLQuantizationType as T  # noqa: E402
 from gpusizer import estimate, parallel, precision, unpack  # noqa: E402
 from gpusizer.cli import main  # noqa: E402
 from gpusizer.gguf import GGML_TYPES, LIMITS, from_gguf, read_header, read_parts, tensor_bytes  # noqa: E402
-from gpusizer.gguf.header import KEEP_ARRAY, Skipped  # noqa: E402
+from gpusizer.gguf.header import KEEP_ARRAY, KEEP_TOTAL, Skipped  # noqa: E402
 
 
 def test_type_table_equals_gguf_py():
@@ -271,9 +271,9 @@ HOSTILE = {
                                                    f"{LIMITS['tensors']:,}"),
     "string length 2**62": (_file(kvs=[struct.pack("<Q", 2**62) + b"key"]), "more than 65,536"),
     "value length 2**62": (_file(kvs=[_s("k") + struct.pack("<IQ", 8, 2**62)]), "more than 1,048,576"),
-    "array length huge": (_file(kvs=[_s("a") + struct.pack("<IIQ", 9, 0, 2**40)]), "more than 33,554,432"),
-    "array past the end": (_file(kvs=[_s("a") + struct.pack("<IIQ", 9, 6, 2**24)]), "truncated"),
-    "string array past the end": (_file(kvs=[_s("a") + struct.pack("<IIQ", 9, 8, 2**24)]), "truncated"),
+    "array length huge": (_file(kvs=[_s("a") + struct.pack("<IIQ", 9, 0, 2**40)]), "more than 4,194,304"),
+    "array past the end": (_file(kvs=[_s("a") + struct.pack("<IIQ", 9, 6, 2**21)]), "truncated"),
+    "string array past the end": (_file(kvs=[_s("a") + struct.pack("<IIQ", 9, 8, 2**21)]), "truncated"),
     "n_dims 1000": (_file(tensors=[_tensor("x", (8,), n_dims=1000)]), "n_dims 1000; GGUF allows 1 to 4"),
     "offset beyond file": (_file(tensors=[_tensor("x", (8,), offset=2**40)]), "ends past the end of the file"),
     "misaligned offset": (_file(tensors=[_tensor("x", (8,), offset=3)]), "not a multiple of 32"),
@@ -296,6 +296,27 @@ def test_hostile_headers(case, tmp_path, capsys):
     assert str(path) in str(error.value)
     status, out, err = run(["fit", str(path), "rtx-4090", "--engine", "llama.cpp"], capsys)
     assert status == 1 and out == "" and err.count("\n") == 1 and err.startswith("gpusizer: error: MODEL: ")
+
+
+def test_kept_array_elements_are_bounded_in_all(tmp_path):
+    """Arrays each short enough to keep are skipped once KEEP_TOTAL elements are kept (memory stays bounded)."""
+    n = KEEP_TOTAL // KEEP_ARRAY + 1
+    array = struct.pack("<IIQ", 9, 0, KEEP_ARRAY) + bytes(KEEP_ARRAY)  # KEEP_ARRAY uint8
+    path = tmp_path / "arrays.gguf"
+    path.write_bytes(_file(kvs=[_s(f"a{i}") + array for i in range(n)]))
+    meta = read_header(path).metadata
+    assert meta["a0"] == [0] * KEEP_ARRAY and meta[f"a{n - 2}"] == [0] * KEEP_ARRAY
+    assert meta[f"a{n - 1}"] == Skipped(0, KEEP_ARRAY)
+
+
+def test_not_a_regular_file(tmp_path, capsys):
+    (tmp_path / "dir.gguf").mkdir()
+    (tmp_path / "zero.gguf").symlink_to("/dev/zero")
+    for name in ("dir.gguf", "zero.gguf"):
+        status, out, err = run(["fit", str(tmp_path / name), "rtx-4090", "--engine", "llama.cpp"], capsys)
+        assert status == 1 and err.startswith("gpusizer: error: MODEL: ") and "not a regular file" in err
+    status, out, err = run(["fit", str(tmp_path / "gone.gguf"), "rtx-4090"], capsys)
+    assert status == 2 and out == "" and "unknown model" in err.lower()  # a missing path is a catalogue id
 
 
 def test_minimal_hand_written_file_reads(tmp_path):

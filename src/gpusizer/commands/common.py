@@ -258,11 +258,12 @@ def gguf_model(path: Path, what: str = "MODEL") -> catalog.Model:
     """
     from gpusizer import gguf
 
-    input_file(path, what, limit=2**62)  # the header alone is read, within gguf.LIMITS
-    try:
+    try:  # the header alone is read, within gguf.LIMITS; anything but a regular file is refused
         return gguf.from_gguf(path)
     except ValueError as error:
         raise CommandError(f"{what}: {error}", ENVIRONMENT) from None
+    except OSError as error:
+        raise CommandError(f"{what}: {path}: {error.strerror or error}", ENVIRONMENT) from None
 
 
 def check_context(record: catalog.Model, context: int, prompt: int | None, allow: bool) -> None:

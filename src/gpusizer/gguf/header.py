@@ -10,8 +10,9 @@ type, ``uint64`` offset from the start of the data section), padding to ``genera
 
 Hostile input: every count and length is checked against ``LIMITS`` and against the bytes left in the
 file before anything is allocated, so no declared size makes the reader allocate or loop more than the
-file and the limits allow. Arrays longer than ``KEEP_ARRAY`` (the tokenizer's tokens and merges) are
-skipped by length and kept as a ``Skipped`` record of their type and length. Tensor data must lie
+file and the limits allow. Arrays longer than ``KEEP_ARRAY`` (the tokenizer's tokens and merges), and any
+array met once ``KEEP_TOTAL`` elements are kept, are skipped by length and kept as a ``Skipped`` record of
+their type and length. Tensor data must lie
 within the file, aligned, without overlaps. Every problem is a ``ValueError`` naming the file; only
 versions 2 and 3 are read (version 1 used 32-bit counts; big-endian files are refused).
 """
@@ -26,7 +27,7 @@ from typing import Any, BinaryIO
 
 from gpusizer.gguf.ggml import ggml_type, tensor_bytes
 
-__all__ = ["KEEP_ARRAY", "LIMITS", "Header", "Skipped", "TensorInfo", "read_header"]
+__all__ = ["KEEP_ARRAY", "KEEP_TOTAL", "LIMITS", "Header", "Skipped", "TensorInfo", "read_header"]
 
 #: Largest count or length accepted for each kind; anything larger is refused as corrupt.
 LIMITS: dict[str, int] = {
@@ -34,12 +35,15 @@ LIMITS: dict[str, int] = {
     "metadata": 2**16,  # key/value pairs per file
     "string": 2**20,  # bytes of one string value
     "key": 2**16,  # bytes of one key or tensor name (the spec: keys at most 65535 bytes)
-    "array": 2**25,  # elements of one array (tokenizer vocabularies hold about 2**18)
-    "header": 2**30,  # bytes of the whole header [B]
+    "array": 2**22,  # elements of one array (tokenizer vocabularies and merges hold under 2**20)
+    "header": 2**28,  # bytes of the whole header (a 262k-token vocabulary takes about 10 MB) [B]
 }
 
 #: Longest array whose elements are kept; longer ones are skipped and kept as ``Skipped``. [-]
 KEEP_ARRAY = 4096
+
+#: Most array elements kept in all; arrays met after that are skipped too, so that memory stays bounded. [-]
+KEEP_TOTAL = 2**18
 
 _MAGIC = b"GGUF"
 _VERSIONS = (2, 3)
@@ -97,6 +101,7 @@ class _Reader:
 
     def __init__(self, handle: BinaryIO, size: int, label: str) -> None:
         self.handle, self.size, self.label, self.position = handle, size, label, 0
+        self.kept = 0  # array elements kept so far (``KEEP_TOTAL``)
 
     def error(self, message: str) -> ValueError:
         return ValueError(f"{self.label}: {message} (at byte {self.position:,})")
@@ -154,9 +159,10 @@ def _value(r: _Reader, value_type: int, what: str, depth: int = 0) -> Any:
         r.need(n * struct.calcsize(_SCALARS[inner]), what)  # the whole array lies within the file
     elif inner in (_STRING, _ARRAY):
         r.need(n * 8, what)  # each element at least a uint64 length
-    if n > KEEP_ARRAY:
+    if n > KEEP_ARRAY or r.kept + n > KEEP_TOTAL:
         _skip_array(r, inner, n, what, depth + 1)
         return Skipped(inner, n)
+    r.kept += n
     return [_value(r, inner, f"{what}[{i}]", depth + 1) for i in range(n)]
 
 

@@ -63,7 +63,6 @@ KEYS: dict[str, str] = {
     "leading_dense_block_count": "first_k_dense_replace",
     "attention.q_lora_rank": "q_lora_rank",
     "attention.kv_lora_rank": "kv_lora_rank",
-    "nextn_predict_layers": "num_nextn_predict_layers",
 }
 
 #: ``general.file_type`` (llama.cpp ``llama_ftype``) -> catalogue precision of the same name.
