@@ -11,6 +11,8 @@ import struct
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 gguf = pytest.importorskip("gguf")  # a test dependency (pyproject.toml: test, dev)
 
@@ -325,6 +327,9 @@ def test_minimal_hand_written_file_reads(tmp_path):
     path.write_bytes(_file())
     header = read_header(path)
     assert header.tensors[0].nbytes == 32 and header.data_offset + 32 == header.file_size
+    path.write_bytes(VALID)  # the fuzzed file below: a kept uint32 array, an F32 and a Q8_0 tensor (2 x 34 B)
+    header = read_header(path)
+    assert header.metadata["n"] == [1, 2, 3] and [t.nbytes for t in header.tensors] == [32, 68]
 
 
 # --- the architectures read, from metadata as llama.cpp's converter writes it -------------------------------
@@ -414,3 +419,26 @@ def test_mxfp4_experts_and_a_labelled_file_type(tmp_path):
     # experts: 8 x 64 rows x 2 blocks x 17 B = 17,408; embedding 300 x 2 x 34 = 20,400
     assert (m.stored_weights.experts, m.stored_weights.embedding) == (17_408, 20_400)
     assert precision.stored_applies(m, "q8_0", "mxfp4")
+
+
+VALID = _file(kvs=[_kv_str("general.architecture", "llama"), _s("general.alignment") + struct.pack("<II", 4, 32),
+                   _s("n") + struct.pack("<IIQ", 9, 4, 3) + struct.pack("<3I", 1, 2, 3)],
+              tensors=[_tensor("x", (8,)), _tensor("y", (32, 2), type_id=8, offset=32)], data=32 + 68 + 28)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edits=st.lists(st.tuples(st.integers(0, len(VALID) - 1), st.integers(0, 255)), max_size=6),
+       cut=st.integers(0, len(VALID)))
+def test_corrupted_headers_raise_only_value_error(edits, cut, tmp_path):
+    """Any bytes changed and any truncation: a header, or a ValueError naming the file, never anything else."""
+    content = bytearray(VALID)
+    for position, value in edits:
+        content[position] = value
+    path = tmp_path / "fuzz.gguf"
+    path.write_bytes(bytes(content[:cut]))
+    try:
+        header = read_header(path)
+    except ValueError as error:
+        assert str(path) in str(error)
+    else:
+        assert all(header.data_offset + t.offset + t.nbytes <= header.file_size for t in header.tensors)
