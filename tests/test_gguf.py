@@ -151,7 +151,7 @@ def test_split_parts_are_summed(tmp_path):
     assert [len(h.tensors) for h in headers] == [12, 9]
     for part in (first, second):
         m = from_gguf(part)
-        assert m.id == "tiny" and m.num_layers == 2
+        assert m.id == "tiny" and m.num_layers == 2 and not m.tie_embeddings  # output.weight is in part 2
         assert m.stored_weights.layers + m.stored_weights.embedding + m.stored_weights.head == TOTAL
     second.unlink()
     with pytest.raises(ValueError, match=r"missing: .*tiny-00002-of-00002\.gguf"):

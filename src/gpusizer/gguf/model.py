@@ -94,14 +94,16 @@ def _deepseek(meta: dict[str, Any], arch: str, config: dict[str, Any]) -> None:
         config["model_type"] = "deepseek_v2"
 
 
-def hf_config(header: Header) -> dict[str, Any]:
-    """The Hugging Face-like config of a GGUF model's first part (``KEYS``, ``ARCHITECTURES``).
+def hf_config(headers: tuple[Header, ...]) -> dict[str, Any]:
+    """The Hugging Face-like config of a GGUF model (``KEYS``, ``ARCHITECTURES``): the metadata of its first
+    part, the tensors of every part.
 
     Raises
     ------
     ValueError
         Naming the file, when ``general.architecture`` is missing or not one of ``ARCHITECTURES``.
     """
+    header = headers[0]
     meta, label = header.metadata, str(header.path)
     arch = meta.get("general.architecture")
     if not isinstance(arch, str) or arch not in ARCHITECTURES:
@@ -120,7 +122,7 @@ def hf_config(header: Header) -> dict[str, Any]:
         config["intermediate_size"] = config.pop("moe_intermediate_size", None)
     if model_type.startswith("deepseek"):
         _deepseek(meta, arch, config)
-    tensors = {t.name: t for t in header.tensors}
+    tensors = {t.name: t for h in headers for t in h.tensors}
     config["vocab_size"] = _vocab(header, tensors)
     config["tie_word_embeddings"] = "output.weight" not in tensors and "token_embd.weight" in tensors
     config["attention_bias"] = any(f"blk.0.attn_{p}.bias" in tensors for p in ("q", "qkv"))
@@ -192,7 +194,7 @@ def from_gguf(path: str | Path, *, id: str | None = None, name: str | None = Non
     """
     headers = read_parts(path)
     first = headers[0]
-    config = hf_config(first)
+    config = hf_config(headers)
     weights, experts, notes = _precisions(headers, first.metadata.get("general.file_type"))
     config.update(torch_dtype="float16")
     stem = first.path.name.removesuffix(".gguf")
