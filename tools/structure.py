@@ -38,7 +38,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
                    "gpusizer.sweeper.distributed",
                    "gpusizer.comparison", "gpusizer.ownership", "gpusizer.hosted", "gpusizer.selfhost",
                    "gpusizer.shortlister", "gpusizer.calibration", "gpusizer.readers")),
-    ("io and presentation", ("gpusizer.hf", "gpusizer.commandline",
+    ("io and presentation", ("gpusizer.hf", "gpusizer.gguf", "gpusizer.commandline",
                              "gpusizer.display", "gpusizer.plot", "gpusizer.curve_plot",
                              "gpusizer.cli",
                              "gpusizer.commands", "gpusizer.web", "gpusizer")),

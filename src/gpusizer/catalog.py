@@ -37,6 +37,7 @@ from gpusizer.records import (
     Published,
     Record,
     SparseAttention,
+    StoredWeights,
     System,
     Vision,
 )
@@ -57,6 +58,7 @@ __all__ = [
     "Published",
     "Record",
     "SparseAttention",
+    "StoredWeights",
     "System",
     "Vision",
     "closest",

@@ -166,6 +166,29 @@ def fit_json(result: Estimate) -> dict[str, Any]:
     return data
 
 
+def stored_weights_json(record: catalog.Model, result: Estimate) -> dict[str, Any] | None:
+    """``fit --json``'s ``stored_weights``: the bytes the model's files store (a GGUF file's tensors) by part
+    and by ggml type (the quant mix, largest first), and whether the estimate sized them (``used``: at the
+    file's own precisions); None for a model without them."""
+    stored = record.stored_weights
+    if stored is None:
+        return None
+    parts = {f"{part}_bytes": _bytes(getattr(stored, part)) for part in ("layers", "experts", "embedding", "head")}
+    used = precision.stored_applies(record, result.weights, result.expert_weights, None)
+    return {"total_bytes": sum(parts.values()), **parts, "replicated_bytes": _bytes(stored.replicated),
+            "bytes_by_type": dict(stored.by_type), "used": used, "source": record.source[0]}
+
+
+def stored_weights_text(data: dict[str, Any]) -> str:
+    """One line of ``fit``'s text: the stored bytes and the quant mix of ``stored_weights_json``."""
+    total = data["total_bytes"]
+    scale, unit = (GB, "GB") if total >= GB else (1e6, "MB")
+    mix = ", ".join(f"{name} {size / scale:.2f} {unit} ({size / total:.1%})"
+                    for name, size in data["bytes_by_type"].items())
+    how = "sized as stored" if data["used"] else "not used: --weights sizes another precision"
+    return f"stored weights  {total:,} B = {total / scale:.2f} {unit} ({how}): {mix}"
+
+
 #: How each engine names the terms of its startup memory accounting: (its name, ``Estimate`` number) in
 #: the order its log prints them (docs/memory.md, "Against engine startup logs").
 _ENGINE_TERMS: dict[str, tuple[tuple[str, str], ...]] = {
@@ -353,7 +376,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _fit(args: argparse.Namespace) -> str:
     record, folder = common.resolve_model(args.model)
-    stored = checkpointing.summary(record, folder)
+    checkpoint = checkpointing.summary(record, folder)
     context = common.default_context(record, args.context)
     common.check_context(record, context, args.prompt, args.allow_beyond_max_context)
     options = dict(weights=args.weights, kv_cache=args.kv_cache, context=context, concurrency=args.concurrency,
@@ -365,17 +388,21 @@ def _fit(args: argparse.Namespace) -> str:
                       images=imaging.images(args), **options)
     if args.json:
         data = {"schema_version": common.SCHEMA_VERSION, **fit_json(result), "layout_choice": note}
+        if (stored := stored_weights_json(record, result)) is not None:
+            data["stored_weights"] = stored
         if result.speculation is not None:
             data["speculation"].update(speculating.accepted_token_cost(result))
-        if stored is not None:
-            data["checkpoint"] = stored
+        if checkpoint is not None:
+            data["checkpoint"] = checkpoint
         return common.json_text(data)
     text = fit_text(result, catalog.gpu(result.gpu), record, layout_note=note)
-    if stored is not None:
-        text = f"{text}\n{checkpointing.text(stored)}"
+    if checkpoint is not None:
+        text = f"{text}\n{checkpointing.text(checkpoint)}"
     parts = ((result.speculation, speculating.text), (result.prefix_cache, prefixing.text),
              (result.lora, adapting.text), (result.offload, offloading.text), (result.images, imaging.text))
-    return "\n".join([text, *(show(result) for value, show in parts if value is not None)])
+    stored = stored_weights_json(record, result)
+    lines = [stored_weights_text(stored)] if stored is not None else []
+    return "\n".join([text, *lines, *(show(result) for value, show in parts if value is not None)])
 
 
 def _calibration(path: Path | None) -> Any:

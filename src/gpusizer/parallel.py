@@ -4,9 +4,8 @@ A *layout* says how ``n`` GPUs share a model, written as degrees joined by ``x``
 (share the same GPUs):
 
 * ``tpT``: tensor parallel (Megatron): every weight matrix split ``T`` ways, two all-reduces per layer.
-* ``ppP``: pipeline parallel: the layers split into ``P`` stages that hand activations on; a token
-  passes every stage, so per-token latency does not shrink, but ``P`` micro-batches keep every stage
-  busy.
+* ``ppP``: pipeline parallel: the layers split into ``P`` stages that hand activations on; a token passes every stage,
+  so per-token latency does not shrink, but ``P`` micro-batches keep every stage busy.
 * ``layerP``: llama.cpp's default layer split: ``P`` stages run one after the other, no micro-batches.
 * ``epE``: expert parallel for mixture-of-experts models: each GPU holds ``E/ep`` whole routed experts;
   tokens travel to their experts and back in an all-to-all (dispatch and combine) per MoE layer.
@@ -35,13 +34,12 @@ of a layout is the single-GPU step time over ``n`` times its own:
 where :math:`t_1` is the same engine on one GPU of the same type *with unlimited memory* (so the
 figure exists when one GPU cannot hold the model), at the same concurrency and context.
 
-Ranking the layouts that fit (``best_layout``) and llama.cpp's split over unequal GPUs
-(``uneven_layer_split``) call ``estimate`` and live above it, in ``gpusizer.layouts``; this module
-holds the layout algebra and the physics of a split only.
+Ranking the layouts that fit (``best_layout``) and llama.cpp's split over unequal GPUs (``uneven_layer_split``) call
+``estimate`` and live above it, in ``gpusizer.layouts``; this module holds the layout algebra and the physics of a
+split only.
 
-Deliberate omissions: sequence (context) parallelism, expert replication and redundant experts (EPLB),
-asynchronous scheduling that overlaps communication with compute, and mixing GPU types except in
-``layouts.uneven_layer_split``.
+Deliberate omissions: sequence (context) parallelism, expert replication and redundant experts (EPLB), asynchronous
+scheduling that overlaps communication with compute, and mixing GPU types except in ``layouts.uneven_layer_split``.
 
 References
 ----------
@@ -372,6 +370,8 @@ def weight_parts(
     >>> round(sum(p) - p.replicated) == round(p.layers + p.experts + p.embedding + p.head)
     True
     """
+    if (files := model.stored_weights) and precision.stored_applies(model, weights, expert_weights, activation):
+        return WeightParts(*(getattr(files, part) for part in WeightParts._fields))
     counts = architecture.parameter_counts(model)
     w = precision.precision(weights)
     e = precision.precision(expert_weights) if expert_weights else w

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from gpusizer.catalog import Record
+from gpusizer.catalog import Model, Record
 from gpusizer.checks import instance
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ __all__ = [
     "kv_bytes_per_element",
     "names",
     "precision",
+    "stored_applies",
     "stored_weight_bytes",
 ]
 
@@ -219,3 +220,20 @@ def stored_weight_bytes(
     rest = (counts.embedding + counts.head) * table.bits + (counts.vector + counts.vision) * a.bits
     mtp = counts.mtp * w.bits if include_mtp else 0.0
     return (linear + rest + mtp) / 8
+
+
+def stored_applies(
+    model: Model, weights: str, expert_weights: str | None = None, activation: str | None = None
+) -> bool:
+    """Whether ``model.stored_weights`` (the bytes its files hold) are its weights at these precisions: it has
+    them, and the precisions are the checkpoint's own (``Model.weights``, ``expert_weights``, ``activation_dtype``).
+
+    >>> stored_applies(Model.model_construct(stored_weights=None), "bf16")
+    False
+    """
+    if model.stored_weights is None:
+        return False
+    same = precision(weights).name == precision(model.weights).name
+    experts = expert_weights == model.expert_weights or (expert_weights is None and model.expert_weights is None)
+    act = activation is None or precision(activation).name == precision(model.activation_dtype).name
+    return same and experts and act

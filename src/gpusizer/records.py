@@ -41,6 +41,7 @@ __all__ = [
     "Published",
     "Record",
     "SparseAttention",
+    "StoredWeights",
     "System",
     "Vision",
 ]
@@ -63,6 +64,7 @@ Watts = Annotated[float, _quantity("W"), Field(gt=0)]
 BitsPerSecond = Annotated[float, _quantity("b/s"), Field(gt=0)]
 PositiveInt = Annotated[int, Field(gt=0)]
 NonNegativeInt = Annotated[int, Field(ge=0)]
+NonNegativeFloat = Annotated[float, Field(ge=0)]
 Sources = Annotated[tuple[str, ...], BeforeValidator(lambda v: (v,) if isinstance(v, str) else v)]
 
 #: Precisions a datasheet quotes a dense tensor (or vector, for fp32) rate for.
@@ -345,6 +347,25 @@ class Published(Record):
     source: Sources = ()
 
 
+class StoredWeights(Record):
+    """A model's weights as its files store them, in the parts layouts treat apart (``parallel.WeightParts``),
+    read from the files' tensor headers (a GGUF file: ``gpusizer.gguf``). Sizing at the checkpoint's own
+    precision uses these bytes instead of counting parameters times bits."""
+
+    layers: NonNegativeFloat
+    """Decoder layers without routed experts, embedding or head; vectors included. [B]"""
+    replicated: NonNegativeFloat
+    """The part of ``layers`` every tensor-parallel rank keeps whole (1-D tensors). [B]"""
+    experts: NonNegativeFloat = 0.0
+    """Routed experts. [B]"""
+    embedding: NonNegativeFloat
+    """Token embedding table. [B]"""
+    head: NonNegativeFloat = 0.0
+    """LM head (0 when tied to the embedding). [B]"""
+    by_type: tuple[tuple[str, int], ...] = ()
+    """Bytes by storage type (``("Q4_K", 3_900_000_000)``, ...), largest first: the file's quant mix. [B]"""
+
+
 class Model(Presented, Record):
     """A transformer (or hybrid) language model described by its architecture."""
 
@@ -410,6 +431,9 @@ class Model(Presented, Record):
     FP8 Llama 3.1 405B: the first and the last)."""
     activation_dtype: str = "bf16"
     """Activation dtype (``torch_dtype``); the default KV-cache precision."""
+    stored_weights: StoredWeights | None = None
+    """The weights as the checkpoint's files store them (a GGUF file's tensors), used instead of
+    parameters times bits when sizing at ``weights`` and ``expert_weights``; None: computed."""
     published: Published = Field(default_factory=Published)
     source: Sources
     checked: datetime.date

@@ -132,7 +132,7 @@ def model_numbers(record: catalog.Model, weights: str, expert_weights: str | Non
             state += record.mamba.num_heads * record.mamba.head_dim * record.mamba.state_size
     mla = record.mla
     parts = parallel.weight_parts(record, weights, expert_weights, record.activation_dtype)
-    w_bpe, act_bpe = precisions.bytes_per_element(w), precisions.bytes_per_element(act)
+    act_bpe = precisions.bytes_per_element(act)
     return ModelNumbers(
         num_layers=record.num_layers,
         hidden=record.hidden_size,
@@ -141,11 +141,7 @@ def model_numbers(record: catalog.Model, weights: str, expert_weights: str | Non
         dense_params=float(counts.linear),
         head_params=float(head),
         active_expert_params=float(counts.experts_active),
-        dense_bytes=memory.weight_bytes(counts.linear - counts.unquantized, w_bpe)
-        + memory.weight_bytes(counts.unquantized, precisions.bytes_per_element(table))
-        + memory.weight_bytes(counts.vector, act_bpe),
-        streamed_head_bytes=memory.weight_bytes(head, precisions.bytes_per_element(table)),
-        stored_bytes=precisions.stored_weight_bytes(counts, w, expert_weights, record.activation_dtype),
+        **_weight_bytes(record, counts, (w, table, act), expert_weights, parts),
         layer_bytes=parts.layers,
         expert_bytes=parts.experts,
         embedding_bytes=parts.embedding,
@@ -171,6 +167,30 @@ def model_numbers(record: catalog.Model, weights: str, expert_weights: str | Non
         mxfp4_experts=e.name == "mxfp4" and record.moe is not None,
         dispatch_bpe=dispatch_bytes_per_element(e, act_bpe), **sparse_numbers(record),
     )
+
+
+def _weight_bytes(
+    record: catalog.Model, counts: architecture.ParameterCounts, formats: tuple[precisions.Precision, ...],
+    expert_weights: str | None, parts: parallel.WeightParts,
+) -> dict[str, Any]:
+    """``dense_bytes``, ``streamed_head_bytes`` and ``stored_bytes`` of ``ModelNumbers``: as the files store
+    them when ``precision.stored_applies`` (a tied embedding streamed once, as the head), else counted.
+    ``formats``: the weights', the embedding table's and the activations' precisions."""
+    w, table, act = formats
+    if precisions.stored_applies(record, w.name, expert_weights, record.activation_dtype):
+        return {
+            "dense_bytes": parts.layers,
+            "streamed_head_bytes": parts.head or parts.embedding,
+            "stored_bytes": parts.layers + parts.experts + parts.embedding + parts.head,
+        }
+    head = counts.head or counts.embedding  # a tied embedding is streamed once, as the head
+    return {
+        "dense_bytes": memory.weight_bytes(counts.linear - counts.unquantized, precisions.bytes_per_element(w))
+        + memory.weight_bytes(counts.unquantized, precisions.bytes_per_element(table))
+        + memory.weight_bytes(counts.vector, precisions.bytes_per_element(act)),
+        "streamed_head_bytes": memory.weight_bytes(head, precisions.bytes_per_element(table)),
+        "stored_bytes": precisions.stored_weight_bytes(counts, w, expert_weights, record.activation_dtype),
+    }
 
 
 def sparse_numbers(record: catalog.Model) -> dict[str, Any]:

@@ -39,6 +39,7 @@ __all__ = [
     "default_context",
     "duration",
     "finite",
+    "gguf_model",
     "gpu_count",
     "help_options",
     "input_file",
@@ -216,15 +217,16 @@ def service(args: argparse.Namespace, rate: float) -> tuple[Any, Any]:
 
 
 def model(name: str, what: str = "MODEL") -> catalog.Model:
-    """The model a command names: a checkpoint path, a catalogue id or a repo id in the Hugging Face cache
-    (``resolve_model``, whose record it returns)."""
+    """The model a command names: a checkpoint path, a ``.gguf`` file, a catalogue id or a repo id in the
+    Hugging Face cache (``resolve_model``, whose record it returns)."""
     return resolve_model(name, what)[0]
 
 
 def resolve_model(name: str, what: str = "MODEL", *, cache: bool = True) -> tuple[catalog.Model, Path | None]:
     """The model a command names, and the checkpoint folder it was read from (None for a catalogue id).
 
-    In this order: an existing path to a Hugging Face config.json or a folder holding one; a catalogue
+    In this order: an existing path to a ``.gguf`` file (``gguf_model``: any part of a split one), to a
+    Hugging Face config.json or to a folder holding one; a catalogue
     id; a repo id ``ORG/NAME`` (or ``ORG/NAME@REVISION``) in the local Hugging Face cache
     (``hf.snapshot_folder``, offline: gpusizer never downloads), unless ``cache`` is False.
 
@@ -246,6 +248,8 @@ def resolve_model(name: str, what: str = "MODEL", *, cache: bool = True) -> tupl
         is_path = os.path.lexists(path)
     except (OSError, ValueError) as error:  # ValueError: an embedded NUL
         raise CommandError(f"{what}: {error}") from None
+    if is_path and path.suffix.lower() == ".gguf":
+        return gguf_model(path, what), None
     from gpusizer import hf
 
     if not is_path:
@@ -278,6 +282,25 @@ def _cached(name: str, what: str) -> Path:
             f"headers){hint}", ENVIRONMENT) from None
     except ValueError as error:
         raise CommandError(f"{what}: {error}", ENVIRONMENT) from None
+
+
+def gguf_model(path: Path, what: str = "MODEL") -> catalog.Model:
+    """The model of a GGUF file (``gguf.from_gguf``: split parts beside it, weights as stored).
+
+    Raises
+    ------
+    CommandError
+        Status 1, naming the file: not a regular file, unreadable, a malformed or hostile header
+        (the reader's message), a missing split part or an architecture gpusizer does not read.
+    """
+    from gpusizer import gguf
+
+    try:  # the header alone is read, within gguf.LIMITS; anything but a regular file is refused
+        return gguf.from_gguf(path)
+    except ValueError as error:
+        raise CommandError(f"{what}: {error}", ENVIRONMENT) from None
+    except OSError as error:
+        raise CommandError(f"{what}: {path}: {error.strerror or error}", ENVIRONMENT) from None
 
 
 def check_context(record: catalog.Model, context: int, prompt: int | None, allow: bool) -> None:
