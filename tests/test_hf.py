@@ -62,7 +62,7 @@ def llama(**changes: Any) -> dict[str, Any]:
 
 
 def test_reference_set_is_complete() -> None:
-    assert len(REFS) == 59
+    assert len(REFS) == 61
     assert all(ref["id"] == model_id for model_id, ref in REFS.items())
 
 
@@ -91,7 +91,7 @@ def test_catalogue_follows_index_order_and_skips_partial(catalogue: dict[str, Mo
     rows = [line.split("|")[1].strip() for line in lines if line.startswith("|")]
     order = [row for row in rows if row in REFS]
     assert list(catalogue) == [model_id for model_id in order if model_id not in PARTIAL]
-    assert len(catalogue) == 59
+    assert len(catalogue) == 61
 
 
 def test_catalogue_metadata_comes_from_reference_files(catalogue: dict[str, Model]) -> None:

@@ -13,6 +13,10 @@ that the KV cache, the maximum concurrency, the prefill and the time to first to
 * Mistral 3 / Pixtral: ``images.pixtral_tokens`` (rows of merged patches plus a break per row), with the
   tower's patch, its ``spatial_merge_size`` and its ``image_size`` as the longest edge;
 * Llama 4: ``images.llama4_tokens`` (336 px tiles up to 16, a global tile, 144 tokens a tile).
+* InternVL: ``images.internvl_tokens`` (448 px tiles up to 12, the aspect ratio closest to the image's, a
+  thumbnail when there is more than one; ``(448/14)^2 / 2^2`` = 256 tokens a tile after the pixel shuffle).
+* LLaVA-1.5: a fixed ``(336/14)^2`` = 576 tokens per image (the CLIP patches of the image resized to 336 px; the
+  ``default`` feature strategy drops the class token, which the encoder still sees: 577 patches).
 
 Families without a published rule here raise ``ValueError`` rather than guess.
 
@@ -25,6 +29,12 @@ References
    (commit cb0fc56f3caccab77d00d44051a67d4b0980cbd2).
 .. [3] huggingface/transformers, src/transformers/models/pixtral/image_processing_pixtral.py
    (commit c801cd786e2e8cd35767125b8a8e8c26538fb648).
+.. [4] OpenGVLab/InternVL3-1B model card, ``dynamic_preprocess`` (448 px tiles, ``max_num`` 12, thumbnail) and
+   config.json (``force_image_size`` 448, ``downsample_ratio`` 0.5, ``max_dynamic_patch`` 12), revision
+   4415a3b810e636d11dfa86b0e9ba40bb00535aa8; ``images.internvl_tiles``' reference for the grid rule.
+.. [5] huggingface/transformers, src/transformers/models/llava/processing_llava.py (commit
+   79f1fc71ad1e0220e2b05723f5fd2e14bc270de5), ``LlavaProcessor.__call__``: ``(height // patch_size) * (width //
+   patch_size) + num_additional_image_tokens``, less one for the ``default`` strategy, on the 336 px crop.
 """
 
 from __future__ import annotations
@@ -63,7 +73,7 @@ class ImageLoad:
     """What the images of one request cost (``Estimate.images``)."""
 
     rule: str
-    """The token rule applied (``"gemma3"``, ``"qwen"``, ``"pixtral"``, ``"llama4"``)."""
+    """The token rule applied (``"gemma3"``, ``"qwen"``, ``"pixtral"``, ``"llama4"``, ``"internvl"``, ``"llava"``)."""
     count: int
     image_tokens_per_request: float
     """LLM tokens all the images of one request become (added to ``context`` and the prompt). [token]"""
@@ -92,6 +102,10 @@ def _rule(model: catalog.Model) -> str:
         return "pixtral"
     if family.startswith("llama4"):
         return "llama4"
+    if family.startswith("internvl"):
+        return "internvl"
+    if family.startswith("llava1.5"):
+        return "llava"
     raise ValueError(f"images: no published image-token rule is modelled for {model.id} ({model.family})")
 
 
@@ -109,8 +123,14 @@ def image_tokens(model: catalog.Model, shown: Images) -> tuple[str, float, float
     if vision is None:
         raise ValueError(f"images: {model.id} has no vision tower")
     rule = _rule(model)
+    grid = (vision.image_size // vision.patch_size) ** 2  # patches of one tile or fixed-size image
     if rule == "gemma3":
-        tokens, patches = float(GEMMA3_TOKENS), float((vision.image_size // vision.patch_size) ** 2)
+        tokens, patches = float(GEMMA3_TOKENS), float(grid)
+    elif rule == "llava":
+        tokens, patches = float(grid), float(grid + vision.class_token)
+    elif rule == "internvl":
+        tokens, patches = images.internvl_tokens(shown.height, shown.width, tile=vision.image_size,
+                                                 tokens_per_tile=grid // vision.spatial_merge_size**2)
     elif rule == "qwen":
         tokens, patches = images.qwen_tokens(shown.height, shown.width, patch=vision.patch_size, frames=shown.frames)
     elif rule == "llama4":
@@ -147,7 +167,7 @@ def encode(model: catalog.Model, shown: Images, rule: str, tokens: float, patche
         flops, weights = 0.0, 0.0
     else:
         groups = float(shown.count * (-(-shown.frames // 2) if rule == "qwen" else 1))  # a video: per temporal group
-        if rule == "llama4":  # every 336 px tile (and the global one) is encoded on its own
+        if rule in ("llama4", "internvl"):  # every tile (and the global one or thumbnail) is encoded on its own
             groups = patches / (vision.image_size // vision.patch_size) ** 2
         flops = groups * images.encoder_flops(patches / groups, vision.hidden_size, vision.intermediate_size,
                                               vision.num_layers, gated=vision.gated_mlp)

@@ -1,0 +1,116 @@
+"""Issue 18: InternVL (``internvl_chat``) and LLaVA (``llava``) wrappers: towers counted from ``vision_config`` against
+the published safetensors totals, and their image-token rules through ``estimate(images=...)``."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+
+from gpusizer import architecture, catalog, estimate, images, multimodal
+from gpusizer.hf import architectures, from_hf_config
+from gpusizer.multimodal import Images
+
+CONFIGS = Path(__file__).resolve().parents[1] / "data" / "model-configs"
+
+
+def _config(name: str) -> dict[str, object]:
+    return json.loads((CONFIGS / f"{name}.json").read_text())["config"]  # type: ignore[no-any-return]
+
+
+def test_internvl3_1b_counts_the_safetensors_total_exactly() -> None:
+    # https://huggingface.co/api/models/OpenGVLab/InternVL3-1B-hf: safetensors total 938,193,024 (also measured on
+    # OpenGVLab/InternVL3-1B revision 4415a3b8...). By hand, from the printed module tree:
+    # InternViT-300M: class token 1024 + Conv2d 3*14*14*1024 + 1024 = 603,136 + positions (32^2 + 1) * 1024
+    # = 1,049,600; a block: qkv 1024*3072 + 3072 + proj 1024^2 + 1024 + fc1 1024*4096 + 4096 + fc2 4096*1024
+    # + 1024 + 2 LayerNorms 4096 + ls1, ls2 2048 = 12,598,272; 24 blocks 302,358,528; no final norm: 304,012,288.
+    # mlp1: LayerNorm(4096) 8192 + 4096*896 + 896 + 896*896 + 896 = 4,482,816.
+    # Qwen2 LLM: embedding and head 151,674*896 = 135,899,904 each; a layer: q 896^2 + 896, k and v 896*128 + 128,
+    # o 896^2, MLP 3*896*4864, 2 norms 896: 14,912,384; 24 layers 357,897,216; final norm 896.
+    model = catalog.model("internvl3-1b")
+    c = architecture.parameter_counts(model)
+    assert c.vision == 304_012_288 + 4_482_816
+    assert c.main == 2 * 135_899_904 + 357_897_216 + 896
+    assert c.main + c.vision == 938_193_024
+    v = model.vision
+    assert v is not None and v.spatial_merge_size == 2 and v.image_size == 448 and v.layer_scale
+
+
+def test_llava_15_7b_counts_the_safetensors_total_exactly() -> None:
+    # llava-hf/llava-1.5-7b-hf: 7,063,427,072 parameters (safetensors header audit of 686 tensors, and
+    # count_parameters of LlavaForConditionalGeneration built from its config). By hand:
+    # CLIP ViT-L/14-336: class 1024 + Conv2d 3*14*14*1024 (no bias) 602,112 + positions 577*1024 = 590,848
+    # + pre-LayerNorm 2048 + 24 blocks of 4*(1024^2 + 1024) + 1024*4096 + 4096 + 4096*1024 + 1024 + 4096
+    # = 12,596,224 (302,309,376) + post-LayerNorm 2048 = 303,507,456; projector 1024*4096 + 4096 + 4096^2 + 4096
+    # = 20,979,712. Vicuna-7B (LlamaConfig defaults) with vocab 32,064: 2 * 32,064*4096 = 262,668,288 +
+    # 32 * (4*4096^2 + 3*4096*11008 + 2*4096) = 6,476,267,520 + 4096 = 6,738,939,904.
+    model = catalog.model("llava-1.5-7b")
+    c = architecture.parameter_counts(model)
+    assert c.vision == 303_507_456 + 20_979_712
+    assert c.main == 6_738_939_904
+    assert c.main + c.vision == 7_063_427_072
+    assert model.num_layers == 32 and model.hidden_size == 4096 and model.intermediate_size == 11008
+    assert model.num_kv_heads == 32 and model.weights == "fp16"
+
+
+def test_internvl_image_tokens_follow_the_tiles() -> None:
+    # 1024x768: aspect 4/3 exactly -> 4 x 3 = 12 tiles + a thumbnail, 13 x 256 tokens = 3328 a image (two: 6656);
+    # each tile is (448/14)^2 = 1024 ViT patches: 13,312 an image, encoded tile by tile.
+    model = catalog.model("internvl3-1b")
+    assert multimodal.image_tokens(model, Images(count=2)) == ("internvl", 6656.0, 26624.0)
+    # 448x448: one tile, no thumbnail: 256 tokens.
+    assert multimodal.image_tokens(model, Images(count=1, width=448, height=448)) == ("internvl", 256.0, 1024.0)
+    e = estimate("internvl3-1b", "l4", context=8192, images=Images(count=2))
+    assert e.images is not None and e.context == 8192 + 6656
+    v = model.vision
+    assert v is not None
+    assert e.images.encoder_flops == pytest.approx(
+        26 * images.encoder_flops(1024, v.hidden_size, v.intermediate_size, v.num_layers))
+
+
+def test_llava_15_image_tokens_are_fixed() -> None:
+    # Every image is cropped to 336 px: (336 // 14)^2 + 1 class token - 1 (the default strategy) = 576 tokens;
+    # the encoder sees 577 patches. Three images: 1728 tokens whatever their size.
+    model = catalog.model("llava-1.5-7b")
+    for width, height in ((1024, 768), (336, 336), (4000, 300)):
+        shown = Images(count=3, width=width, height=height)
+        assert multimodal.image_tokens(model, shown) == ("llava", 1728.0, 1731.0)
+    e = estimate("llava-1.5-7b", "l4", context=2048, prompt=100, images=Images(count=1))
+    assert e.prefill.prompt == 100 + 576
+    assert e.images is not None
+    assert e.images.encoder_flops == pytest.approx(images.encoder_flops(577, 1024, 4096, 24))
+    with pytest.raises(ValueError, match="video"):
+        estimate("llava-1.5-7b", "l4", images=Images(count=1, frames=4))
+
+
+def test_wrappers_are_known_and_read_their_sections() -> None:
+    assert {"internvl_chat", "llava", "llava_next"} <= set(architectures())
+    # internvl_chat keeps its LLM in llm_config: the text model is Qwen2's, not the wrapper's top-level keys.
+    internvl = from_hf_config(_config("internvl3-1b"))
+    assert internvl.hidden_size == 896 and internvl.num_kv_heads == 2 and internvl.qkv_bias
+    # A llava text_config without dims takes LlamaConfig's defaults; given ones win.
+    cfg = copy.deepcopy(_config("llava-1.5-7b"))
+    cfg["text_config"] = {**cfg["text_config"], "hidden_size": 5120, "num_hidden_layers": 40,  # type: ignore[dict-item]
+                          "num_attention_heads": 40, "intermediate_size": 13824}
+    assert from_hf_config(cfg).num_layers == 40
+
+
+def test_projector_input_widens_with_several_feature_layers() -> None:
+    # vision_feature_layer [-2, -5]: the projector's first Linear takes 2 x 1024 features: + 1024 x 4096 weights.
+    cfg = copy.deepcopy(_config("llava-1.5-7b"))
+    base = from_hf_config(cfg).vision
+    cfg["vision_feature_layer"] = [-2, -5]
+    wide = from_hf_config(cfg).vision
+    assert base is not None and wide is not None
+    assert wide.projector_params - base.projector_params == 1024 * 4096
+    cfg["multimodal_projector_bias"] = False
+    assert from_hf_config(cfg).vision.projector_params == 2048 * 4096 + 4096 * 4096  # type: ignore[union-attr]
+
+
+def test_internvl_bad_shuffle_ratio_is_refused() -> None:
+    cfg = copy.deepcopy(_config("internvl3-1b"))
+    cfg["downsample_ratio"] = 0.3
+    with pytest.raises(ValueError, match="downsample_ratio must be 1/k"):
+        from_hf_config(cfg)
