@@ -114,3 +114,20 @@ def test_internvl_bad_shuffle_ratio_is_refused() -> None:
     cfg["downsample_ratio"] = 0.3
     with pytest.raises(ValueError, match="downsample_ratio must be 1/k"):
         from_hf_config(cfg)
+
+
+def test_llava_next_adds_its_image_newline_and_llama_defaults_stay_in_wrappers() -> None:
+    # LlavaNextForConditionalGeneration holds one more vector, image_newline, of the text width (4096).
+    cfg = copy.deepcopy(_config("llava-1.5-7b"))
+    cfg["model_type"] = "llava_next"
+    base = from_hf_config(_config("llava-1.5-7b")).vision
+    nxt = from_hf_config(cfg).vision
+    assert base is not None and nxt is not None and nxt.projector_params - base.projector_params == 4096
+    # LlamaConfig's defaults fill a wrapper's llama text_config only: a bare llama config still lacks its dims,
+    # and a mistral text_config inside llava_next gets no Llama widths.
+    with pytest.raises(ValueError, match="lacks essential keys: hidden_size"):
+        from_hf_config({"model_type": "llama", "num_hidden_layers": 2, "num_attention_heads": 2,
+                        "intermediate_size": 8, "vocab_size": 10})
+    cfg["text_config"] = {"model_type": "mistral", "vocab_size": 32064}
+    with pytest.raises(ValueError, match="hidden_size"):
+        from_hf_config(cfg)

@@ -4,7 +4,7 @@ InternVL's InternViT, LLaVA's CLIP) as ``Vision`` records.
 ``WRAPPERS`` maps a wrapper ``model_type`` to its text ``model_type`` and its vision reader; the
 projector parameter counts are given in each reader's docstring and in ``gpusizer.hf``.
 ``TEXT_DEFAULTS`` holds the defaults of the text configuration class a wrapper builds from a
-``text_config`` that leaves keys out (LLaVA's Vicuna: ``LlamaConfig``'s).
+``text_config`` that leaves keys out (LLaVA-1.5's Vicuna: ``LlamaConfig``'s).
 """
 
 from __future__ import annotations
@@ -165,7 +165,8 @@ def intern_vit(vision: Section, top: Section, text_hidden: int) -> Vision:
 def clip(vision: Section, top: Section, text_hidden: int) -> Vision:
     """LLaVA (``llava``, ``llava_next``): CLIP's vision transformer (class token, bias-free patch embedding,
     ``pre_layrnorm`` and ``post_layernorm``) and a projector Linear (w n x d, bias) + Linear (d x d, bias), n the
-    number of ``vision_feature_layer`` entries (one for LLaVA-1.5: the penultimate layer).
+    number of ``vision_feature_layer`` entries (one for LLaVA-1.5: the penultimate layer); LLaVA-NeXT adds its
+    ``image_newline`` (d).
 
     huggingface/transformers, src/transformers/models/clip/modeling_clip.py (``CLIPVisionEmbeddings``,
     ``CLIPVisionTransformer``) and src/transformers/models/llava/modeling_llava.py (``LlavaMultiModalProjector``).
@@ -174,17 +175,18 @@ def clip(vision: Section, top: Section, text_hidden: int) -> Vision:
     layers = top.raw("vision_feature_layer")
     width_in = width * (len(top.items("vision_feature_layer", 64) or []) if isinstance(layers, list) else 1)
     bias = top.flag("multimodal_projector_bias", True)
-    projector = (width_in + bias) * text_hidden + (text_hidden + bias) * text_hidden
+    newline = text_hidden if top.text("model_type") == "llava_next" else 0  # LLaVA-NeXT's ``image_newline``
+    projector = (width_in + bias) * text_hidden + (text_hidden + bias) * text_hidden + newline
     tower = _vit(vision, class_token=True, projector=projector)
     return tower.model_copy(update={"patch_bias": False, "pre_norm": True})
 
 
-#: Defaults of the text configuration a wrapper builds when its ``text_config`` leaves keys out:
-#: LLaVA's ``LlamaConfig`` (huggingface/transformers, src/transformers/models/llama/configuration_llama.py).
+#: Defaults of the text configuration class a wrapper builds from a ``text_config`` that leaves keys out, by its
+#: ``model_type`` (LLaVA-1.5's Vicuna: ``LlamaConfig``, huggingface/transformers,
+#: src/transformers/models/llama/configuration_llama.py). Standalone configs keep ``DEFAULTS`` alone.
 TEXT_DEFAULTS: dict[str, dict[str, int]] = {
-    wrapper: {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
-              "num_attention_heads": 32, "max_position_embeddings": 2048}
-    for wrapper in ("llava", "llava_next")
+    "llama": {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+              "num_attention_heads": 32, "max_position_embeddings": 2048},
 }
 
 
