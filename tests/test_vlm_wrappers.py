@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpusizer import architecture, catalog, estimate, images, multimodal
+from gpusizer.cli import main
 from gpusizer.hf import architectures, from_hf_config
 from gpusizer.multimodal import Images
 
@@ -131,3 +132,45 @@ def test_llava_next_adds_its_image_newline_and_llama_defaults_stay_in_wrappers()
     cfg["text_config"] = {"model_type": "mistral", "vocab_size": 32064}
     with pytest.raises(ValueError, match="hidden_size"):
         from_hf_config(cfg)
+
+
+@pytest.mark.parametrize(("width", "height", "crops"), [
+    # (huggingface/transformers gemma3 image_processing pan_and_scan, defaults 256 px / 4 crops / ratio 1.2)
+    (1024, 768, 2),  # r = 1.33: min(floor(1024/256) = 4, floor(1.83) = 1) = 1 -> at least 2 crops of 512 x 768
+    (3000, 1000, 3),  # r = 3: min(11, floor(3.5) = 3) = 3 crops of 1000 x 1000
+    (1000, 8000, 4),  # r = 8 (portrait): min(31, 8) = 8 -> at most 4 crops
+    (896, 896, 0),  # square: r = 1 < 1.2
+    (300, 100, 0),  # 2 crops of 150 x 100 would be under 256 px: none
+])
+def test_gemma3_pan_and_scan_adds_one_image_per_crop(width: int, height: int, crops: int) -> None:
+    # Each crop is resized to 896 x 896 like the image: 256 tokens and 4096 SigLIP patches more, encoded on its own.
+    model = catalog.model("gemma-3-27b")
+    shown = Images(count=2, width=width, height=height, pan_and_scan=True)
+    assert multimodal.image_tokens(model, shown) == ("gemma3", 2 * 256.0 * (1 + crops), 2 * 4096.0 * (1 + crops))
+    e = estimate("gemma-3-27b", "h100-sxm", context=8192, images=shown)
+    assert e.images is not None and e.context == 8192 + 2 * 256 * (1 + crops)
+    # 5,454,843,346,944 FLOP per 896 px image (test_multimodal): the crops cost as many images.
+    assert e.images.encoder_flops == pytest.approx(2 * (1 + crops) * 5_454_843_346_944)
+    # Off (the processor's default) it is 256 tokens an image whatever the shape.
+    assert multimodal.image_tokens(model, Images(count=2, width=width, height=height))[1] == 512.0
+
+
+def test_pan_and_scan_is_refused_where_there_is_no_such_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(ValueError, match=r"pan-and-scan is Gemma 3's rule; llava-1\.5-7b"):
+        estimate("llava-1.5-7b", "l4", images=Images(count=1, pan_and_scan=True))
+    assert main(["fit", "qwen2.5-vl-7b", "h100", "--images", "1", "--pan-and-scan"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pan-and-scan is Gemma 3's rule; qwen2.5-vl-7b (Qwen2.5-VL) has none" in err
+    assert main(["fit", "gemma-3-27b", "h100", "--pan-and-scan"]) == 2
+    assert "--pan-and-scan needs --images" in capsys.readouterr().err
+
+
+def test_cli_pan_and_scan_by_hand(capsys: pytest.CaptureFixture[str]) -> None:
+    # 3000x1000: 3 crops, (1 + 3) x 256 = 1024 tokens, 16,384 patches.
+    args = ["fit", "gemma-3-27b", "h100", "--images", "1", "--image-size", "3000x1000", "--json"]
+    assert main([*args, "--pan-and-scan"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["images"]["image_tokens_per_request"] == 1024.0
+    assert data["images"]["patches_per_request"] == 16384.0
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)["images"]["image_tokens_per_request"] == 256.0

@@ -7,7 +7,9 @@ that the KV cache, the maximum concurrency, the prefill and the time to first to
 ``encode`` then adds the vision encoder's forward pass at the prefill's achieved FLOP rate. The rules:
 
 * Gemma 3: a fixed 256 tokens per image (``mm_tokens_per_image``) from 896x896 px (4096 SigLIP patches),
-  whatever the image size; pan-and-scan crops (off by default) are not modelled.
+  whatever the image size; with pan-and-scan (``Images(pan_and_scan=True)``, off by default as in the processor)
+  each of the ``images.gemma3_crops`` crops of an elongated image is one more such image, encoded on its own (the
+  text the processor writes around the crops is not counted). Other families refuse pan-and-scan.
 * Qwen2-VL / Qwen2.5-VL (14 px patches) and Qwen3-VL (16 px): ``images.qwen_tokens``, 2x2 merge,
   video frames in temporal patches of 2.
 * Mistral 3 / Pixtral: ``images.pixtral_tokens`` (rows of merged patches plus a break per row), with the
@@ -66,6 +68,8 @@ class Images(Record):
     """Image height. [px]"""
     frames: int = Field(default=1, ge=1, le=65536)
     """Video frames sampled per video (1: a still image); Qwen-VL only. [-]"""
+    pan_and_scan: bool = False
+    """Gemma 3's pan-and-scan (``do_pan_and_scan``): crops of an elongated image added as more images. [-]"""
 
 
 @dataclass(frozen=True)
@@ -124,8 +128,11 @@ def image_tokens(model: catalog.Model, shown: Images) -> tuple[str, float, float
         raise ValueError(f"images: {model.id} has no vision tower")
     rule = _rule(model)
     grid = (vision.image_size // vision.patch_size) ** 2  # patches of one tile or fixed-size image
+    if shown.pan_and_scan and rule != "gemma3":
+        raise ValueError(f"images: pan-and-scan is Gemma 3's rule; {model.id} ({model.family}) has none")
     if rule == "gemma3":
-        tokens, patches = float(GEMMA3_TOKENS), float(grid)
+        shown_images = 1.0 + (images.gemma3_crops(shown.height, shown.width) if shown.pan_and_scan else 0.0)
+        tokens, patches = GEMMA3_TOKENS * shown_images, grid * shown_images
     elif rule == "llava":
         tokens, patches = float(grid), float(grid + vision.class_token)
     elif rule == "internvl":
@@ -167,7 +174,7 @@ def encode(model: catalog.Model, shown: Images, rule: str, tokens: float, patche
         flops, weights = 0.0, 0.0
     else:
         groups = float(shown.count * (-(-shown.frames // 2) if rule == "qwen" else 1))  # a video: per temporal group
-        if rule in ("llama4", "internvl"):  # every tile (and the global one or thumbnail) is encoded on its own
+        if rule in ("llama4", "internvl", "gemma3"):  # every tile, thumbnail or pan-and-scan crop on its own
             groups = patches / (vision.image_size // vision.patch_size) ** 2
         flops = groups * images.encoder_flops(patches / groups, vision.hidden_size, vision.intermediate_size,
                                               vision.num_layers, gated=vision.gated_mlp)
