@@ -349,6 +349,22 @@ def test_total_params_match_published(catalogue: dict[str, Model], model_id: str
             },
             "nvfp4",
         ),
+        (  # Kimi K2-Thinking's scheme: symmetric INT4, one BF16 scale per 32 weights (4.5 bits)
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {"g": {"weights": {"num_bits": 4, "type": "int", "group_size": 32,
+                                                    "symmetric": True}}},
+            },
+            "int4-g32",
+        ),
+        (  # asymmetric group 32 or another group size: the g128 table entry
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {"g": {"weights": {"num_bits": 4, "type": "int", "group_size": 32,
+                                                    "symmetric": False}}},
+            },
+            "int4",
+        ),
     ],
 )
 def test_quantization_config(quantization: dict[str, Any], weights: str) -> None:
