@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gpusizer import architecture, catalog, estimate, images, multimodal
 from gpusizer.cli import main
@@ -174,3 +176,48 @@ def test_cli_pan_and_scan_by_hand(capsys: pytest.CaptureFixture[str]) -> None:
     assert data["images"]["patches_per_request"] == 16384.0
     assert main(args) == 0
     assert json.loads(capsys.readouterr().out)["images"]["image_tokens_per_request"] == 256.0
+
+
+def _processor_tokens(height: int, width: int, pinpoints: tuple[tuple[int, int], ...]) -> int:
+    """huggingface/transformers LlavaNextProcessor._get_number_of_features (processing_llava_next.py, commit
+    81bb907c) and select_best_resolution (image_processing_utils.py, commit 091630d5), transcribed, with 336 px
+    tiles, 14 px patches, num_additional_image_tokens 1 and the default strategy (less that one)."""
+    best, best_e, best_waste = (0, 0), 0, float("inf")
+    for ph, pw in pinpoints:
+        scale = min(pw / width, ph / height)
+        effective = min(int(width * scale) * int(height * scale), width * height)
+        if effective > best_e or (effective == best_e and ph * pw - effective < best_waste):
+            best, best_e, best_waste = (ph, pw), effective, ph * pw - effective
+    rows, cols = 24 * (best[0] // 336), 24 * (best[1] // 336)
+    if width / height > cols / rows:
+        rows -= 2 * ((rows - (height * cols) // width) // 2)
+    else:
+        cols -= 2 * ((cols - (width * rows) // height) // 2)
+    return rows * cols + rows + 24 * 24 + 1 - 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(16, 5000), st.integers(16, 5000))
+def test_llava_next_tokens_reproduce_the_processor(height: int, width: int) -> None:
+    tokens, patches = images.llava_next_tokens(height, width)
+    assert tokens == _processor_tokens(height, width, images.LLAVA_NEXT_PINPOINTS)
+    h, w = images.llava_next_resolution(height, width)
+    assert patches == (1 + (h // 336) * (w // 336)) * 577
+
+
+def test_llava_next_rule_through_an_imported_config() -> None:
+    # 1024x768 on the v1.6 pinpoints: the 672x672 canvas (672 x 504 px shown) = 2 x 2 tiles: 48 x 48 features, the
+    # image fills 768 * 48 // 1024 = 36 rows (6 of padding above and below): 36 x 48 + 36 newlines + 576 = 2340
+    # tokens; the encoder sees the base image and 4 tiles, 5 x 577 patches, tile by tile.
+    cfg = copy.deepcopy(_config("llava-1.5-7b"))
+    cfg["model_type"] = "llava_next"
+    cfg["image_grid_pinpoints"] = [[336, 672], [672, 336], [672, 672], [1008, 336], [336, 1008]]
+    model = from_hf_config(cfg).model_copy(update={"id": "llava-next-test"})
+    assert model.vision is not None and model.vision.grid_pinpoints == images.LLAVA_NEXT_PINPOINTS
+    assert multimodal.image_tokens(model, Images(count=1)) == ("llava_next", 2340.0, 2885.0)
+    e = estimate(model, "l4", context=4096, images=Images(count=2))
+    assert e.images is not None and e.context == 4096 + 4680
+    assert e.images.encoder_flops == pytest.approx(10 * images.encoder_flops(577, 1024, 4096, 24))
+    cfg["image_grid_pinpoints"] = [[336, "672"]]
+    with pytest.raises(ValueError, match="image_grid_pinpoints must list"):
+        from_hf_config(cfg)

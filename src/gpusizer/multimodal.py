@@ -17,6 +17,8 @@ that the KV cache, the maximum concurrency, the prefill and the time to first to
 * Llama 4: ``images.llama4_tokens`` (336 px tiles up to 16, a global tile, 144 tokens a tile).
 * InternVL: ``images.internvl_tokens`` (448 px tiles up to 12, the aspect ratio closest to the image's, a
   thumbnail when there is more than one; ``(448/14)^2 / 2^2`` = 256 tokens a tile after the pixel shuffle).
+* LLaVA-NeXT: ``images.llava_next_tokens`` (anyres: the ``image_grid_pinpoints`` canvas in 336 px tiles, a newline
+  token a row, the base image's 576 tokens); 1024x768 on the v1.6 pinpoints: 2340 tokens.
 * LLaVA-1.5: a fixed ``(336/14)^2`` = 576 tokens per image (the CLIP patches of the image resized to 336 px; the
   ``default`` feature strategy drops the class token, which the encoder still sees: 577 patches).
 
@@ -37,6 +39,8 @@ References
 .. [5] huggingface/transformers, src/transformers/models/llava/processing_llava.py (commit
    79f1fc71ad1e0220e2b05723f5fd2e14bc270de5), ``LlavaProcessor.__call__``: ``(height // patch_size) * (width //
    patch_size) + num_additional_image_tokens``, less one for the ``default`` strategy, on the 336 px crop.
+.. [6] huggingface/transformers, src/transformers/models/llava_next/processing_llava_next.py (commit
+   81bb907ccf3494b5409b0b745bb10c8a617050b7), ``_get_number_of_features``.
 """
 
 from __future__ import annotations
@@ -77,7 +81,8 @@ class ImageLoad:
     """What the images of one request cost (``Estimate.images``)."""
 
     rule: str
-    """The token rule applied (``"gemma3"``, ``"qwen"``, ``"pixtral"``, ``"llama4"``, ``"internvl"``, ``"llava"``)."""
+    """The token rule applied (``"gemma3"``, ``"qwen"``, ``"pixtral"``, ``"llama4"``, ``"internvl"``, ``"llava"``,
+    ``"llava_next"``)."""
     count: int
     image_tokens_per_request: float
     """LLM tokens all the images of one request become (added to ``context`` and the prompt). [token]"""
@@ -108,7 +113,9 @@ def _rule(model: catalog.Model) -> str:
         return "llama4"
     if family.startswith("internvl"):
         return "internvl"
-    if family.startswith("llava1.5"):
+    if family.startswith(("llavanext", "llava1.6")):
+        return "llava_next"
+    if family.startswith(("llava1.5", "llava")) and not family.startswith("llavaonevision"):
         return "llava"
     raise ValueError(f"images: no published image-token rule is modelled for {model.id} ({model.family})")
 
@@ -135,6 +142,10 @@ def image_tokens(model: catalog.Model, shown: Images) -> tuple[str, float, float
         tokens, patches = GEMMA3_TOKENS * shown_images, grid * shown_images
     elif rule == "llava":
         tokens, patches = float(grid), float(grid + vision.class_token)
+    elif rule == "llava_next":
+        tokens, patches = images.llava_next_tokens(shown.height, shown.width, tile=vision.image_size,
+                                                   pinpoints=vision.grid_pinpoints or images.LLAVA_NEXT_PINPOINTS,
+                                                   patch=vision.patch_size)
     elif rule == "internvl":
         tokens, patches = images.internvl_tokens(shown.height, shown.width, tile=vision.image_size,
                                                  tokens_per_tile=grid // vision.spatial_merge_size**2)
@@ -174,8 +185,8 @@ def encode(model: catalog.Model, shown: Images, rule: str, tokens: float, patche
         flops, weights = 0.0, 0.0
     else:
         groups = float(shown.count * (-(-shown.frames // 2) if rule == "qwen" else 1))  # a video: per temporal group
-        if rule in ("llama4", "internvl", "gemma3"):  # every tile, thumbnail or pan-and-scan crop on its own
-            groups = patches / (vision.image_size // vision.patch_size) ** 2
+        if rule in ("llama4", "internvl", "gemma3", "llava_next"):  # every tile, thumbnail or crop on its own
+            groups = patches / ((vision.image_size // vision.patch_size) ** 2 + (rule == "llava_next"))
         flops = groups * images.encoder_flops(patches / groups, vision.hidden_size, vision.intermediate_size,
                                               vision.num_layers, gated=vision.gated_mlp)
         weights = architecture.vit_params(vision) * act_bpe

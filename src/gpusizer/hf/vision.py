@@ -178,7 +178,18 @@ def clip(vision: Section, top: Section, text_hidden: int) -> Vision:
     newline = text_hidden if top.text("model_type") == "llava_next" else 0  # LLaVA-NeXT's ``image_newline``
     projector = (width_in + bias) * text_hidden + (text_hidden + bias) * text_hidden + newline
     tower = _vit(vision, class_token=True, projector=projector)
-    return tower.model_copy(update={"patch_bias": False, "pre_norm": True})
+    return tower.model_copy(update={"patch_bias": False, "pre_norm": True, "grid_pinpoints": _pinpoints(top)})
+
+
+def _pinpoints(top: Section) -> tuple[tuple[int, int], ...] | None:
+    """LLaVA-NeXT's ``image_grid_pinpoints``: at most 64 (height, width) pairs of whole pixels."""
+    pairs = top.items("image_grid_pinpoints", 64)
+    if pairs is None:
+        return None
+    if not pairs or not all(isinstance(p, list | tuple) and len(p) == 2 and all(
+            isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 65536 for v in p) for p in pairs):
+        raise ValueError(f"{top.name('image_grid_pinpoints')} must list [height, width] pairs of 1 to 65536 px")
+    return tuple((p[0], p[1]) for p in pairs)
 
 
 #: Defaults of the text configuration class a wrapper builds from a ``text_config`` that leaves keys out, by its
