@@ -45,6 +45,7 @@ References
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,23 +102,66 @@ class ImageLoad:
     """The vision tower and projector at the activation dtype (inside ``memory.weights_bytes``). [B]"""
 
 
+def _grid(vision: catalog.Vision) -> int:
+    """ViT patches of one tile or fixed-size image."""
+    return (vision.image_size // vision.patch_size) ** 2
+
+
+def _gemma3(vision: catalog.Vision, shown: Images) -> tuple[Any, Any]:
+    crops = images.gemma3_crops(shown.height, shown.width) if shown.pan_and_scan else 0.0
+    return GEMMA3_TOKENS * (1.0 + crops), _grid(vision) * (1.0 + crops)
+
+
+def _llava(vision: catalog.Vision, shown: Images) -> tuple[Any, Any]:
+    return float(_grid(vision)), float(_grid(vision) + vision.class_token)
+
+
+def _llava_next(vision: catalog.Vision, shown: Images) -> tuple[Any, Any]:
+    return images.llava_next_tokens(shown.height, shown.width, tile=vision.image_size, patch=vision.patch_size,
+                                    pinpoints=vision.grid_pinpoints or images.LLAVA_NEXT_PINPOINTS)
+
+
+def _internvl(vision: catalog.Vision, shown: Images) -> tuple[Any, Any]:
+    return images.internvl_tokens(shown.height, shown.width, tile=vision.image_size,
+                                  tokens_per_tile=_grid(vision) // vision.spatial_merge_size**2)
+
+
+def _qwen(vision: catalog.Vision, shown: Images) -> tuple[Any, Any]:
+    return images.qwen_tokens(shown.height, shown.width, patch=vision.patch_size, frames=shown.frames)
+
+
+def _llama4(vision: catalog.Vision, shown: Images) -> tuple[Any, Any]:
+    return images.llama4_tokens(shown.height, shown.width, tile=vision.image_size, patch=vision.patch_size,
+                                merge=vision.spatial_merge_size)
+
+
+def _pixtral(vision: catalog.Vision, shown: Images) -> tuple[Any, Any]:
+    return images.pixtral_tokens(shown.height, shown.width, patch=vision.patch_size,
+                                 merge=vision.spatial_merge_size, longest_edge=vision.image_size)
+
+
+#: Each rule's tokens and patches of one image (or video): the published rules above.
+_RULES: dict[str, Callable[[catalog.Vision, Images], tuple[Any, Any]]] = {
+    "gemma3": _gemma3, "qwen": _qwen, "pixtral": _pixtral, "llama4": _llama4, "internvl": _internvl,
+    "llava": _llava, "llava_next": _llava_next,
+}
+
+#: The rule of a ``Model.family`` by its prefix (lower case, no spaces, dashes or underscores); the first match
+#: wins, and None (LLaVA-OneVision, whose rule is not modelled) refuses.
+_FAMILIES: tuple[tuple[str, str | None], ...] = (
+    ("gemma3", "gemma3"), ("qwen2vl", "qwen"), ("qwen2.5vl", "qwen"), ("qwen25vl", "qwen"), ("qwen3vl", "qwen"),
+    ("mistral3", "pixtral"), ("pixtral", "pixtral"), ("mistralsmall3", "pixtral"), ("llama4", "llama4"),
+    ("internvl", "internvl"), ("llavanext", "llava_next"), ("llava1.6", "llava_next"), ("llavaonevision", None),
+    ("llava", "llava"),
+)
+
+
 def _rule(model: catalog.Model) -> str:
     family = model.family.lower().replace(" ", "").replace("-", "").replace("_", "")  # "Qwen2.5-VL", "qwen3_vl"
-    if family.startswith("gemma3"):
-        return "gemma3"
-    if family.startswith(("qwen2vl", "qwen2.5vl", "qwen25vl", "qwen3vl")):
-        return "qwen"
-    if family.startswith(("mistral3", "pixtral", "mistralsmall3")):
-        return "pixtral"
-    if family.startswith("llama4"):
-        return "llama4"
-    if family.startswith("internvl"):
-        return "internvl"
-    if family.startswith(("llavanext", "llava1.6")):
-        return "llava_next"
-    if family.startswith(("llava1.5", "llava")) and not family.startswith("llavaonevision"):
-        return "llava"
-    raise ValueError(f"images: no published image-token rule is modelled for {model.id} ({model.family})")
+    rule = next((rule for prefix, rule in _FAMILIES if family.startswith(prefix)), None)
+    if rule is None:
+        raise ValueError(f"images: no published image-token rule is modelled for {model.id} ({model.family})")
+    return rule
 
 
 def image_tokens(model: catalog.Model, shown: Images) -> tuple[str, float, float]:
@@ -126,7 +170,8 @@ def image_tokens(model: catalog.Model, shown: Images) -> tuple[str, float, float
     Raises
     ------
     ValueError
-        ``images`` on a model without a vision tower, or without a modelled rule.
+        ``images`` on a model without a vision tower, or without a modelled rule; pan-and-scan on a model other
+        than Gemma 3; video frames on a model other than Qwen-VL.
     """
     if shown.count == 0:
         return "none", 0.0, 0.0
@@ -134,31 +179,11 @@ def image_tokens(model: catalog.Model, shown: Images) -> tuple[str, float, float
     if vision is None:
         raise ValueError(f"images: {model.id} has no vision tower")
     rule = _rule(model)
-    grid = (vision.image_size // vision.patch_size) ** 2  # patches of one tile or fixed-size image
     if shown.pan_and_scan and rule != "gemma3":
         raise ValueError(f"images: pan-and-scan is Gemma 3's rule; {model.id} ({model.family}) has none")
-    if rule == "gemma3":
-        shown_images = 1.0 + (images.gemma3_crops(shown.height, shown.width) if shown.pan_and_scan else 0.0)
-        tokens, patches = GEMMA3_TOKENS * shown_images, grid * shown_images
-    elif rule == "llava":
-        tokens, patches = float(grid), float(grid + vision.class_token)
-    elif rule == "llava_next":
-        tokens, patches = images.llava_next_tokens(shown.height, shown.width, tile=vision.image_size,
-                                                   pinpoints=vision.grid_pinpoints or images.LLAVA_NEXT_PINPOINTS,
-                                                   patch=vision.patch_size)
-    elif rule == "internvl":
-        tokens, patches = images.internvl_tokens(shown.height, shown.width, tile=vision.image_size,
-                                                 tokens_per_tile=grid // vision.spatial_merge_size**2)
-    elif rule == "qwen":
-        tokens, patches = images.qwen_tokens(shown.height, shown.width, patch=vision.patch_size, frames=shown.frames)
-    elif rule == "llama4":
-        tokens, patches = images.llama4_tokens(shown.height, shown.width, tile=vision.image_size,
-                                               patch=vision.patch_size, merge=vision.spatial_merge_size)
-    else:
-        tokens, patches = images.pixtral_tokens(shown.height, shown.width, patch=vision.patch_size,
-                                                merge=vision.spatial_merge_size, longest_edge=vision.image_size)
     if shown.frames > 1 and rule != "qwen":
         raise ValueError(f"images: frames = {shown.frames}: video is modelled for Qwen-VL only")
+    tokens, patches = _RULES[rule](vision, shown)
     return rule, shown.count * float(tokens), shown.count * float(patches)
 
 
@@ -186,7 +211,7 @@ def encode(model: catalog.Model, shown: Images, rule: str, tokens: float, patche
     else:
         groups = float(shown.count * (-(-shown.frames // 2) if rule == "qwen" else 1))  # a video: per temporal group
         if rule in ("llama4", "internvl", "gemma3", "llava_next"):  # every tile, thumbnail or crop on its own
-            groups = patches / ((vision.image_size // vision.patch_size) ** 2 + (rule == "llava_next"))
+            groups = patches / (_grid(vision) + (rule == "llava_next"))
         flops = groups * images.encoder_flops(patches / groups, vision.hidden_size, vision.intermediate_size,
                                               vision.num_layers, gated=vision.gated_mlp)
         weights = architecture.vit_params(vision) * act_bpe
