@@ -221,3 +221,27 @@ def test_llava_next_rule_through_an_imported_config() -> None:
     cfg["image_grid_pinpoints"] = [[336, "672"]]
     with pytest.raises(ValueError, match="image_grid_pinpoints must list"):
         from_hf_config(cfg)
+
+
+def test_transformers_internvl_layout_counts_the_hf_repo_total() -> None:
+    # OpenGVLab/InternVL3-1B-hf (transformers' InternVLForConditionalGeneration): safetensors total 938,193,024
+    # (https://huggingface.co/api/models/OpenGVLab/InternVL3-1B-hf), the same weights as InternVL3-1B. Its config
+    # layout (model_type internvl, text_config, vision_config internvl_vision with [h, w] sizes, attention_bias,
+    # use_qk_norm) as in transformers' InternVLConfig; the values translated from internvl3-1b.json.
+    chat = _config("internvl3-1b")
+    vision = chat["vision_config"]  # type: ignore[index]
+    cfg = {
+        "model_type": "internvl", "downsample_ratio": 0.5, "projector_hidden_act": "gelu",
+        "text_config": {**chat["llm_config"], "tie_word_embeddings": False},  # type: ignore[dict-item]
+        "vision_config": {"model_type": "internvl_vision", "hidden_size": 1024, "intermediate_size": 4096,
+                          "num_hidden_layers": vision["num_hidden_layers"], "num_attention_heads": 16,
+                          "image_size": [448, 448], "patch_size": [14, 14], "attention_bias": True,
+                          "use_qk_norm": False, "norm_type": "layer_norm"},
+    }
+    model = from_hf_config(cfg)
+    c = architecture.parameter_counts(model)
+    assert c.main + c.vision == 938_193_024
+    assert model.vision == from_hf_config(chat).vision
+    cfg["vision_config"]["patch_size"] = [14, 16]  # type: ignore[index]
+    with pytest.raises(ValueError, match=r"patch_size must be an integer or a square \[height, width\]"):
+        from_hf_config(cfg)

@@ -10,10 +10,11 @@ What is read
 The architectures of ``architectures()``: llama, mistral, mixtral, qwen2, qwen2_moe, qwen3,
 qwen3_moe, qwen3_next, gemma, gemma2, gemma3 (and gemma3_text), phi3, cohere, falcon,
 deepseek_v2, deepseek_v3, deepseek_v32, kimi_k2, gpt_oss, glm4_moe, llama4 (and llama4_text),
-mistral3, qwen2_5_vl, qwen3_vl, internvl_chat, llava, llava_next and nemotron_h. DeepSeek Sparse Attention
-(``index_n_heads``, ``index_head_dim``, ``index_topk``) becomes a ``SparseAttention`` record. Multimodal
-wrappers are read through ``text_config`` (InternVL's ``llm_config``); their ``vision_config`` becomes a
-``Vision`` record whose ``projector_params`` come from the projector shapes (``vision`` documents each):
+mistral3, qwen2_5_vl, qwen3_vl, internvl_chat (and transformers' internvl), llava, llava_next and
+nemotron_h. DeepSeek Sparse Attention (``index_n_heads``, ``index_head_dim``, ``index_topk``) becomes a
+``SparseAttention`` record. Multimodal wrappers are read through ``text_config`` (InternVL's ``llm_config``);
+their ``vision_config`` becomes a ``Vision`` record whose ``projector_params`` come from the projector shapes
+(``vision`` documents each):
 
 * gemma3: ``mm_input_projection`` (vision hidden x text hidden) + ``mm_soft_emb_norm`` (vision hidden);
 * llama4: vision adapter MLP ``fc1`` (vision intermediate x projector_input_dim) + ``fc2``

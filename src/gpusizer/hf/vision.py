@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpusizer.catalog import Vision
-from gpusizer.hf.section import Section
+from gpusizer.hf.section import Section, show
 
 __all__ = ["TEXT_DEFAULTS", "WRAPPERS", "clip", "intern_vit", "llama4_vision", "pixtral", "qwen3_vl", "qwen25_vl",
            "siglip"]
@@ -21,7 +21,7 @@ __all__ = ["TEXT_DEFAULTS", "WRAPPERS", "clip", "intern_vit", "llama4_vision", "
 def _vit(vision: Section, *, class_token: bool, projector: int) -> Vision:
     """A ViT tower from the standard vision keys, with the projector parameter count given."""
     vision.require("hidden_size", "num_hidden_layers", "intermediate_size", "patch_size", "image_size")
-    patch, image = vision.integer("patch_size", "small"), vision.integer("image_size", "head_dim")
+    patch, image = _side(vision, "patch_size", "small"), _side(vision, "image_size", "head_dim")
     if patch > image:
         raise ValueError(f"{vision.name('patch_size')} = {patch} exceeds image_size = {image}")
     return Vision(
@@ -34,6 +34,16 @@ def _vit(vision: Section, *, class_token: bool, projector: int) -> Vision:
         class_token=class_token,
         projector_params=projector,
     )
+
+
+def _side(vision: Section, key: str, limit: str) -> int:
+    """A square size: an integer, or a ``[height, width]`` pair of equal integers (transformers' InternVL)."""
+    value = vision.raw(key)
+    if isinstance(value, list | tuple):
+        if len(value) != 2 or value[0] != value[1]:
+            raise ValueError(f"{vision.name(key)} must be an integer or a square [height, width], got {show(value)}")
+        vision = Section({key: value[0]}, vision.where, vision.notes)
+    return vision.integer(key, limit)  # type: ignore[no-any-return]
 
 
 def siglip(vision: Section, top: Section, text_hidden: int) -> Vision:
@@ -141,16 +151,19 @@ def _merge(section: Section, key: str, default: float) -> int:
 
 
 def intern_vit(vision: Section, top: Section, text_hidden: int) -> Vision:
-    """InternVL (``internvl_chat``): InternViT, a ViT with a class token, a biased patch embedding, layer scales
-    ``ls1``/``ls2`` (2w a block) and no final norm; projector ``mlp1`` = LayerNorm (w m^2) + Linear (w m^2 x d,
-    bias) + Linear (d x d, bias), after a pixel shuffle of ``downsample_ratio`` (1/2: m = 2).
+    """InternVL (``internvl_chat``, and transformers' ``internvl``): InternViT, a ViT with a class token, a biased
+    patch embedding, layer scales ``ls1``/``ls2`` (``lambda_1``/``lambda_2``: 2w a block) and no final norm;
+    projector ``mlp1`` = LayerNorm (w m^2) + Linear (w m^2 x d, bias) + Linear (d x d, bias), after a pixel
+    shuffle of ``downsample_ratio`` (1/2: m = 2).
 
     OpenGVLab/InternVL3-1B, modeling_intern_vit.py (``InternVisionEmbeddings``, ``InternVisionEncoderLayer``) and
     modeling_internvl_chat.py (``mlp1``, ``pixel_shuffle``); its printed module tree in the source of
-    ``data/model-configs/internvl3-1b.json``.
+    ``data/model-configs/internvl3-1b.json``; transformers' models/internvl/modeling_internvl.py
+    (``InternVLVisionEmbeddings``, ``InternVLVisionLayer``, ``InternVLMultiModalProjector``) for ``internvl``.
     """
     merge = _merge(top, "downsample_ratio", 0.5)
-    if vision.flag("qk_normalization", False) or not vision.flag("qkv_bias", True):
+    bias = vision.flag("qkv_bias", vision.flag("attention_bias", True))
+    if vision.flag("qk_normalization", False) or vision.flag("use_qk_norm", False) or not bias:
         top.notes.append("InternViT counted with a biased qkv and no query/key norms (InternViT-6B differs by "
                          "a few thousand parameters)")
     width = vision.integer("hidden_size", "hidden")
@@ -204,6 +217,7 @@ TEXT_DEFAULTS: dict[str, dict[str, int]] = {
 #: Multimodal wrappers: text model_type and vision reader.
 WRAPPERS: dict[str, tuple[str, Callable[[Section, Section, int], Vision]]] = {
     "gemma3": ("gemma3_text", siglip),
+    "internvl": ("qwen2", intern_vit),
     "internvl_chat": ("qwen2", intern_vit),
     "llava": ("llama", clip),
     "llava_next": ("llama", clip),
