@@ -245,3 +245,14 @@ def test_transformers_internvl_layout_counts_the_hf_repo_total() -> None:
     cfg["vision_config"]["patch_size"] = [14, 16]  # type: ignore[index]
     with pytest.raises(ValueError, match=r"patch_size must be an integer or a square \[height, width\]"):
         from_hf_config(cfg)
+
+
+def test_internvl_video_is_one_tile_a_frame() -> None:
+    # OpenGVLab/InternVL3-1B card, video example: load_video(..., num_segments=8, max_num=1): dynamic_preprocess
+    # with max_num 1 gives one 448 px tile a frame and no thumbnail: 8 x 256 = 2048 tokens, 8 x 1024 patches,
+    # whatever the frame size; encoded frame by frame.
+    model = catalog.model("internvl3-1b")
+    assert multimodal.image_tokens(model, Images(count=1, frames=8)) == ("internvl", 2048.0, 8192.0)
+    e = estimate("internvl3-1b", "l4", context=4096, images=Images(count=1, frames=8, width=1920, height=1080))
+    assert e.images is not None and e.context == 4096 + 2048
+    assert e.images.encoder_flops == pytest.approx(8 * images.encoder_flops(1024, 1024, 4096, 24))

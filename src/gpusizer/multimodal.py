@@ -16,7 +16,8 @@ that the KV cache, the maximum concurrency, the prefill and the time to first to
   tower's patch, its ``spatial_merge_size`` and its ``image_size`` as the longest edge;
 * Llama 4: ``images.llama4_tokens`` (336 px tiles up to 16, a global tile, 144 tokens a tile).
 * InternVL: ``images.internvl_tokens`` (448 px tiles up to 12, the aspect ratio closest to the image's, a
-  thumbnail when there is more than one; ``(448/14)^2 / 2^2`` = 256 tokens a tile after the pixel shuffle).
+  thumbnail when there is more than one; ``(448/14)^2 / 2^2`` = 256 tokens a tile after the pixel shuffle); a
+  video of ``F`` frames is ``F`` single tiles (the model card's ``load_video(..., max_num=1)``), 256 tokens each.
 * LLaVA-NeXT: ``images.llava_next_tokens`` (anyres: the ``image_grid_pinpoints`` canvas in 336 px tiles, a newline
   token a row, the base image's 576 tokens); 1024x768 on the v1.6 pinpoints: 2340 tokens.
 * LLaVA-1.5: a fixed ``(336/14)^2`` = 576 tokens per image (the CLIP patches of the image resized to 336 px; the
@@ -35,7 +36,9 @@ References
    (commit c801cd786e2e8cd35767125b8a8e8c26538fb648).
 .. [4] OpenGVLab/InternVL3-1B model card, ``dynamic_preprocess`` (448 px tiles, ``max_num`` 12, thumbnail) and
    config.json (``force_image_size`` 448, ``downsample_ratio`` 0.5, ``max_dynamic_patch`` 12), revision
-   4415a3b810e636d11dfa86b0e9ba40bb00535aa8; ``images.internvl_tiles``' reference for the grid rule.
+   4415a3b810e636d11dfa86b0e9ba40bb00535aa8; ``images.internvl_tiles``' reference for the grid rule; the card's
+   video example (``load_video``, ``max_num=1``) in shivangjhalani/multicoco:InternVL3-1B_README.md (commit
+   5acca2879ab1cd0c2e2a8f0e734496f0d73b7f8c).
 .. [5] huggingface/transformers, src/transformers/models/llava/processing_llava.py (commit
    79f1fc71ad1e0220e2b05723f5fd2e14bc270de5), ``LlavaProcessor.__call__``: ``(height // patch_size) * (width //
    patch_size) + num_additional_image_tokens``, less one for the ``default`` strategy, on the 336 px crop.
@@ -72,7 +75,7 @@ class Images(Record):
     height: int = Field(default=768, ge=1, le=65536)
     """Image height. [px]"""
     frames: int = Field(default=1, ge=1, le=65536)
-    """Video frames sampled per video (1: a still image); Qwen-VL only. [-]"""
+    """Video frames sampled per video (1: a still image); Qwen-VL and InternVL only. [-]"""
     pan_and_scan: bool = False
     """Gemma 3's pan-and-scan (``do_pan_and_scan``): crops of an elongated image added as more images. [-]"""
 
@@ -122,8 +125,10 @@ def _llava_next(vision: catalog.Vision, shown: Images) -> tuple[Any, Any]:
 
 
 def _internvl(vision: catalog.Vision, shown: Images) -> tuple[Any, Any]:
-    return images.internvl_tokens(shown.height, shown.width, tile=vision.image_size,
-                                  tokens_per_tile=_grid(vision) // vision.spatial_merge_size**2)
+    per_tile = _grid(vision) // vision.spatial_merge_size**2
+    if shown.frames > 1:  # the model card's load_video: every frame one tile (max_num=1), no thumbnail
+        return float(shown.frames * per_tile), float(shown.frames * _grid(vision))
+    return images.internvl_tokens(shown.height, shown.width, tile=vision.image_size, tokens_per_tile=per_tile)
 
 
 def _qwen(vision: catalog.Vision, shown: Images) -> tuple[Any, Any]:
@@ -181,8 +186,8 @@ def image_tokens(model: catalog.Model, shown: Images) -> tuple[str, float, float
     rule = _rule(model)
     if shown.pan_and_scan and rule != "gemma3":
         raise ValueError(f"images: pan-and-scan is Gemma 3's rule; {model.id} ({model.family}) has none")
-    if shown.frames > 1 and rule != "qwen":
-        raise ValueError(f"images: frames = {shown.frames}: video is modelled for Qwen-VL only")
+    if shown.frames > 1 and rule not in ("qwen", "internvl"):
+        raise ValueError(f"images: frames = {shown.frames}: video is modelled for Qwen-VL and InternVL only")
     tokens, patches = _RULES[rule](vision, shown)
     return rule, shown.count * float(tokens), shown.count * float(patches)
 
