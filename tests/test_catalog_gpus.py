@@ -29,6 +29,8 @@ EXPECTED_GPU_IDS = (
     # China-market and older cards (issue 18)
     "h800-sxm", "a800-80gb-sxm", "a800-80gb-pcie", "l20", "l2", "rtx-4090d", "rtx-4090-48gb", "p40",
     "v100-pcie-32gb", "v100-pcie-16gb",
+    # older cards buyer guides name (issue 18, 2026-12-05)
+    "l40", "a16", "mi210", "mi250",
 )  # fmt: skip
 
 EXPECTED_SYSTEM_IDS = (
@@ -59,9 +61,9 @@ def systems(loaded):
 
 
 def test_file_loads_with_expected_counts(gpus, systems):
-    assert len(gpus) == 64
+    assert len(gpus) == 68
     assert len(systems) == 8
-    assert len(gpusizer.gpus()) == 64
+    assert len(gpusizer.gpus()) == 68
     assert len(gpusizer.systems()) == 8
 
 
@@ -88,7 +90,8 @@ def test_every_record_has_provenance(gpus, systems):
                          # FP16-accumulate rates (GeForce) and Apple FP16/FP32 rates, 2026-12-03 (issue 16)
                          "rtx-4080", "rtx-5090", "rtx-5080", "apple-m1-max", "apple-m1-ultra", "apple-m2-max",
                          "apple-m2-ultra", "apple-m3-max", "apple-m3-ultra", "apple-m4-max", "apple-m4-pro",
-                         *EXPECTED_GPU_IDS[54:]}  # the issue-18 cards, compiled 2026-12-03
+                         *EXPECTED_GPU_IDS[54:],  # the issue-18 cards, compiled 2026-12-03 and 2026-12-05
+                         "h20"}  # re-checked against two more spec pages, 2026-12-05
 
 
 def test_added_cards_cite_a_url(gpus):
@@ -104,10 +107,13 @@ def test_fingerprint(gpus, systems):
     # RATE_PRECISIONS) = 251; + 43 on the ten issue-18 cards (5 each on the H800, two A800s, L20, L2; 6 on the
     # RTX 4090 D and 4090 48GB; 2 on the P40 and each V100 PCIe) = 294. Their bandwidths add 12.65 TB/s
     # (3350 + 2039 + 1935 + 864 + 300 + 1008 + 1008 + 346 + 900 + 900 GB/s) and their memory 456 GB.
-    assert len(gpus) == 64
-    assert sum(g.memory_bandwidth for g in gpus.values()) == pytest.approx(1.460176e14 + 12.65e12, rel=1e-12)
-    assert round(sum(g.memory for g in gpus.values())) == 5_476_438_953_472 + 456_000_000_000
-    assert sum(1 for g in gpus.values() for r in catalog.RATE_PRECISIONS if getattr(g.dense, r)) == 294
+    # + 17 on the four older cards (6 on the L40, 4 on the A16, 3 on the MI210, 4 on the MI250) = 311; they add
+    # 5.864 TB/s (864 + 200 + 1600 + 3200 GB/s) and 256 GB (48 + 16 + 64 + 128).
+    assert len(gpus) == 68
+    assert sum(g.memory_bandwidth for g in gpus.values()) == pytest.approx(1.460176e14 + 12.65e12 + 5.864e12,
+                                                                           rel=1e-12)
+    assert round(sum(g.memory for g in gpus.values())) == 5_476_438_953_472 + 456_000_000_000 + 256_000_000_000
+    assert sum(1 for g in gpus.values() for r in catalog.RATE_PRECISIONS if getattr(g.dense, r)) == 311
     assert sum(s.gpu_count for s in systems.values()) == 256
 
 

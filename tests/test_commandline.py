@@ -179,14 +179,19 @@ def test_unsized_kv_type_is_refused_naming_the_flag():
         predict(parse("python -m sglang.launch_server --model-path llama-3.1-8b --kv-cache-dtype nvfp4"), "h100")
 
 
-def test_hugging_face_ids_find_the_catalogue_entry():
+def test_hugging_face_ids_find_the_catalogue_entry(monkeypatch, tmp_path):
     from gpusizer.commandline import resolve_model
+    from gpusizer.commands.common import CommandError
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))  # an empty cache: a repo id no entry matches is looked up
 
     assert resolve_model("Qwen/Qwen3-235B-A22B-FP8")[0].id == "qwen3-235b-a22b"
     assert resolve_model("Qwen/Qwen3-235B-A22B-FP8")[1] == "fp8"
     assert resolve_model("meta-llama/Llama-3.1-8B-Instruct") == (catalog.model("llama-3.1-8b"), None)
+    with pytest.raises(CommandError, match="nobody/no-such-model is not in the Hugging Face cache"):
+        resolve_model("nobody/no-such-model")  # there last, and named as absent (exit status 1)
     with pytest.raises(KeyError):
-        resolve_model("nobody/no-such-model")
+        resolve_model("no-such-model")
 
 
 # --- against public startup logs: the command lines of tools/engine_memory.py's cases ----------------------

@@ -83,9 +83,11 @@ def test_price_table_fingerprint():
     table = cost.load_prices()
     quotes = [q.usd_per_hour for entry in table.values() for q in entry.quotes]
     # issue 18 added 4 GPUs and 9 quotes: B300 5.00 + 7.25, GB200 10.50 + 4.54, T4 0.20 + 0.76 + 0.35 + 0.50,
-    # P40 0.11 (sum 29.21)
-    assert (len(table), len(quotes)) == (18, 59)
-    assert sum(quotes) == pytest.approx(113.671 + 29.21, abs=1e-6)
+    # P40 0.11 (sum 29.21); its 2026-12-05 part added 9 GPUs and 18 quotes: A100 40GB 1.99 + 1.00, GH200 2.29 +
+    # 6.50, A10 1.29, RTX A6000 1.09 + 0.50 + 0.35 + 0.40 + 0.82, A40 0.44, L40 1.25 + 1.00 + 0.70 + 0.80, RTX 3090 Ti
+    # 0.25, RTX 4080 0.15, V100 PCIe 32GB 0.17 (sum 20.99)
+    assert (len(table), len(quotes)) == (27, 77)
+    assert sum(quotes) == pytest.approx(113.671 + 29.21 + 20.99, abs=1e-6)
 
 
 def test_derived_prices_follow_the_documented_rule():

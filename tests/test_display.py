@@ -1,6 +1,5 @@
-"""Rich display: units on every figure, readable repr/str, well-formed HTML, tables, progress, CLI help."""
+"""Rich display: units on every figure, readable repr/str, well-formed HTML, tables, CLI help."""
 
-import io
 import os
 import subprocess
 import sys
@@ -133,31 +132,6 @@ def test_model_and_system_summaries():
     assert repr(gpusizer.model("kimi-k2")) == "<Model kimi-k2: 1,026.41 B params, fp8, 131,072 tokens>"
     assert repr(gpusizer.system("gb200-nvl72")) == "<System gb200-nvl72: GB200 NVL72, 72 x gb200>"
     assert "384 routed (top 8)" in str(gpusizer.model("kimi-k2"))
-
-
-# --- progress -------------------------------------------------------------------------------------
-
-
-class Terminal(io.StringIO):
-    def isatty(self):
-        return True
-
-
-def test_progress_reports_on_a_terminal_only():
-    tty = Terminal()
-    ticks = iter(float(t) for t in range(100))
-    assert list(display.progress(range(3), label="sweep", stream=tty, clock=lambda: next(ticks))) == [0, 1, 2]
-    out = tty.getvalue()
-    assert out.startswith("\rsweep 0/3 (0%)") and "3/3 (100%)" in out and out.endswith("\n")
-    piped = io.StringIO()
-    assert list(display.progress(iter("ab"), stream=piped)) == ["a", "b"]
-    assert piped.getvalue() == ""
-
-
-def test_progress_without_a_length_counts_items():
-    tty = Terminal()
-    list(display.progress((i for i in range(2)), stream=tty, interval=0))
-    assert "\r2 " in tty.getvalue()
 
 
 # --- command line ---------------------------------------------------------------------------------

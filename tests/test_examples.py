@@ -20,6 +20,7 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 def test_example_runs(script, capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.setenv("GPUSIZER_FIGURES", str(tmp_path))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)  # restored after a script that points it at its own cache
     try:
         runpy.run_path(str(script), run_name="__main__")
     finally:

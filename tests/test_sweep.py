@@ -262,7 +262,7 @@ def test_best_never_picks_nan(rateless):
 
 
 def test_prices_add_cost_columns():
-    s = sweep(["llama-3.1-8b"], ["h100", "rtx-4090", "a10"], gpu_count=[1, 2], concurrency=[16],
+    s = sweep(["llama-3.1-8b"], ["h100", "rtx-4090", "a10g"], gpu_count=[1, 2], concurrency=[16],
               prices={"h100": 2.5})
     h100 = s.filter(gpu="h100-sxm")
     assert h100["usd_per_gpu_hour"].tolist() == [2.5, 2.5]
@@ -270,7 +270,7 @@ def test_prices_add_cost_columns():
     tokens_per_hour = h100["decode_expected_aggregate_tokens_per_second"] * 3600
     np.testing.assert_allclose(h100["usd_per_million_tokens"], h100["usd_per_hour"] / tokens_per_hour * 1e6)
     assert s.filter(gpu="rtx-4090")["usd_per_gpu_hour"][0] == cost.price("rtx-4090")  # the table's
-    assert np.isnan(s.filter(gpu="a10")["usd_per_hour"]).all()  # no price anywhere
+    assert np.isnan(s.filter(gpu="a10g")["usd_per_hour"]).all()  # no price anywhere
     assert "usd_per_hour" not in sweep(["llama-3.1-8b"], ["h100"]).columns
 
 

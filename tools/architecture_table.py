@@ -1,12 +1,15 @@
 """Print the "Every module" table of docs/architecture.md: each module's layer, size and summary.
 
-``python tools/architecture_table.py`` prints the tables; ``tests/test_structure.py`` checks that
+``python tools/architecture_table.py`` prints the tables; ``--write`` puts them in place of the tables of
+docs/architecture.md (everything from "### 0." on). ``tests/test_structure.py`` checks that
 docs/architecture.md names every module.
 """
 
 from __future__ import annotations
 
 import ast
+import sys
+from pathlib import Path
 
 import structure
 
@@ -28,5 +31,17 @@ def tables() -> str:
     return "\n".join(lines) + "\n"
 
 
+DOC = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+
+
+def write(doc: Path = DOC) -> None:
+    """Replace the tables of ``doc`` (from its first "### 0." heading to the end) with ``tables()``."""
+    text = doc.read_text(encoding="utf-8")
+    doc.write_text(text[: text.index("\n### 0. ")] + tables(), encoding="utf-8")
+
+
 if __name__ == "__main__":
-    print(tables(), end="")
+    if sys.argv[1:] == ["--write"]:
+        write()
+    else:
+        print(tables(), end="")

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gpusizer import architecture, catalog, memory, precision
+from gpusizer import architecture, catalog, cost, memory, precision
 from gpusizer.display import Column, bytes_column, count_column, markdown_table, text_column
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
@@ -80,6 +80,44 @@ SYSTEM_COLUMNS: Sequence[Column] = (
 )
 
 
+def _price_row(g: catalog.GPU, record: cost.GpuPrice) -> dict[str, Any]:
+    dates = [q.as_of for q in record.quotes if q.as_of is not None]
+    return {
+        "id": g.id, "min": record.min, "typical": record.typical, "max": record.max,
+        "quotes": len(record.quotes), "currencies": ", ".join(sorted({q.currency for q in record.quotes})),
+        "dated": f"{min(dates)} to {max(dates)}" if dates else "-",
+    }
+
+
+PRICE_COLUMNS: Sequence[Column] = (
+    text_column("id", "id"), Column("min", "min", "USD/h", 1.0, ".2f"),
+    Column("typical", "typical", "USD/h", 1.0, ".2f"), Column("max", "max", "USD/h", 1.0, ".2f"),
+    count_column("quotes", "quotes"), text_column("currencies", "currencies"),
+    text_column("dated", "quotes dated"),
+)
+
+
+def price_section() -> list[str]:
+    """The rental-price summary per GPU and the GPUs without a public price."""
+    table = cost.prices()
+    rows = [_price_row(g, table[g.id]) for g in catalog.gpus() if g.id in table]
+    missing = cost.unpriced()
+    return [
+        "## Rental prices",
+        "",
+        f"{len(rows)} accelerators have bundled rental quotes (`data/prices.toml`, each with its provider, "
+        "source, date and currency); min, typical and max are derived from the US-dollar quotes "
+        "(`gpusizer.cost.GpuPrice`).",
+        "",
+        markdown_table(rows, PRICE_COLUMNS),
+        "",
+        f"{len(missing)} accelerators have no public, dated rental price in the table "
+        "(`gpusizer.cost.unpriced()`); pass one with `--price GPU=USD`: "
+        + ", ".join(f"`{gpu_id}`" for gpu_id in missing) + ".",
+        "",
+    ]
+
+
 def gpu_page() -> str:
     """The Markdown page of accelerators and systems."""
     gpus, systems = catalog.gpus(), catalog.systems()
@@ -101,6 +139,7 @@ def gpu_page() -> str:
         "",
         markdown_table([_system_row(s) for s in systems], SYSTEM_COLUMNS),
         "",
+        *price_section(),
         "## Sources",
         "",
         "### Accelerators",

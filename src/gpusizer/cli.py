@@ -18,6 +18,7 @@ from typing import Any
 
 from gpusizer import architecture, catalog, engines, precision, units
 from gpusizer.commands import bars, common
+from gpusizer.commands import checkpoint as checkpointing
 from gpusizer.commands import images as imaging
 from gpusizer.commands import lora as adapting
 from gpusizer.commands import offload as offloading
@@ -74,7 +75,8 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     fit = commands.add_parser("fit", help="does MODEL fit on GPU, and with how much headroom", **help_options("fit"))
-    fit.add_argument("model", help="catalogue id (gpusizer models) or a path to a config.json / checkpoint folder")
+    fit.add_argument("model", help="catalogue id (gpusizer models), a path to a config.json / checkpoint folder, "
+                     "or a Hugging Face repo id ORG/NAME[@REVISION] in the local cache (never downloaded)")
     fit.add_argument("gpu", help="catalogue id or alias (gpusizer gpus), or a system id such as hgx-h200-8x")
     fit.add_argument("--weights", help=f"weight precision: {', '.join(precision.names())}; awq and gptq are int4 "
                      "(default: checkpoint)")
@@ -341,7 +343,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _fit(args: argparse.Namespace) -> str:
-    record = model(args.model)
+    record, folder = common.resolve_model(args.model)
+    stored = checkpointing.summary(record, folder)
     context = common.default_context(record, args.context)
     common.check_context(record, context, args.prompt, args.allow_beyond_max_context)
     options = dict(weights=args.weights, kv_cache=args.kv_cache, context=context, concurrency=args.concurrency,
@@ -355,8 +358,12 @@ def _fit(args: argparse.Namespace) -> str:
         data = {"schema_version": common.SCHEMA_VERSION, **fit_json(result), "layout_choice": note}
         if result.speculation is not None:
             data["speculation"].update(speculating.accepted_token_cost(result))
+        if stored is not None:
+            data["checkpoint"] = stored
         return common.json_text(data)
     text = fit_text(result, catalog.gpu(result.gpu), record, layout_note=note)
+    if stored is not None:
+        text = f"{text}\n{checkpointing.text(stored)}"
     parts = ((result.speculation, speculating.text), (result.prefix_cache, prefixing.text),
              (result.lora, adapting.text), (result.offload, offloading.text), (result.images, imaging.text))
     return "\n".join([text, *(show(result) for value, show in parts if value is not None)])

@@ -57,6 +57,7 @@ __all__ = [
     "price",
     "prices",
     "tokens_per_dollar",
+    "unpriced",
     "usd_per_million_tokens",
     "usd_per_month",
 ]
@@ -216,6 +217,21 @@ def price(gpu: Any, level: str = "typical", overrides: Mapping[str, float] | Non
         raise KeyError(f"no price for gpu {gpu_id!r}; pass one (e.g. {{'{gpu_id}': 2.0}}); priced: "
                        f"{', '.join(sorted(table))}")
     return float(getattr(table[gpu_id], level))
+
+
+def unpriced() -> tuple[str, ...]:
+    """Catalogue GPUs without a bundled rental price, in catalogue order.
+
+    These cards had no public, dated per-GPU-hour price when ``data/prices.toml`` was compiled;
+    pass a price for them (``prices({gpu: usd_per_hour})``, ``--price gpu=USD``).
+
+    Examples
+    --------
+    >>> "h100-sxm" in unpriced(), "h20" in unpriced()
+    (False, True)
+    """
+    table = _bundled_prices()
+    return tuple(g.id for g in catalog.gpus() if g.id not in table)
 
 
 # --- money ----------------------------------------------------------------------------------------

@@ -1,10 +1,11 @@
 """Currencies of price records: ISO 4217 codes, and which quotes may enter a US-dollar figure.
 
-Every bundled price (``data/prices.toml``, ``data/api-prices.toml``) is in US dollars, and every derived
-figure (a GPU's min/typical/max price per hour, the cheapest hosted API price, costs per token) is in US
-dollars. A quote in another currency may be recorded with its ``currency`` code; gpusizer bundles no
-exchange rate, so such a quote is **never converted**: it is kept in the table, shown with its code, and
-left out of every US-dollar figure, with the reason ``excluded_reason`` gives.
+Every bundled price (``data/prices.toml``, ``data/api-prices.toml``, ``data/ownership.toml``) is in US
+dollars, and every derived figure (a GPU's min/typical/max price per hour, the cheapest hosted API price,
+a purchase price, costs per token) is in US dollars. A quote in another currency may be recorded with its
+``currency`` code; gpusizer bundles no exchange rate, so such a quote is **never converted**: it is kept in
+the table, shown with its code, and left out of every US-dollar figure, with the reason ``excluded_reason``
+gives.
 
 References
 ----------

@@ -44,7 +44,9 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from gpusizer import catalog, cost, datafiles
+from gpusizer import currency as money
 from gpusizer.checks import non_negative_array, positive_array, scalar_or_array
+from gpusizer.currency import Currency
 
 __all__ = [
     "HOURS_PER_YEAR",
@@ -94,13 +96,15 @@ class PurchaseQuote(_Record):
     """One purchase price of one GPU, where and when it was read."""
 
     usd: Annotated[float, Field(gt=0)]
-    """Price of one GPU (card or module). [USD]"""
+    """Price of one GPU (card or module), in ``currency`` (US dollars unless it says otherwise). [USD]"""
     kind: Literal["msrp", "estimate", "retail", "user"]
     """``msrp`` (vendor launch price), ``estimate`` (analyst or press figure), ``retail`` (a listing) or ``user``."""
     provider: str
     source: str
     as_of: datetime.date | None = None
     checked: datetime.date | None = None
+    currency: Currency = "USD"
+    """ISO 4217 code of the price; a quote not in USD is kept but never converted: ``typical`` leaves it out."""
 
 
 class GpuPurchase(_Record):
@@ -112,8 +116,12 @@ class GpuPurchase(_Record):
 
     @property
     def typical(self) -> float:
-        """Median of the quotes. [USD]"""
-        return float(statistics.median(q.usd for q in self.quotes))
+        """Median of the US-dollar quotes; ``ValueError`` when every quote is in another currency. [USD]"""
+        values = [q.usd for q in self.quotes if q.currency == money.BASE]
+        if not values:
+            others = ", ".join(sorted({q.currency for q in self.quotes}))
+            raise ValueError(f"{self.id}: no purchase quote in USD (quotes in {others} are not converted)")
+        return float(statistics.median(values))
 
 
 class PueSurvey(_Sourced):
@@ -128,6 +136,8 @@ class ElectricityPrice(_Sourced):
 
     usd_per_kwh: Annotated[float, Field(gt=0)]
     """[USD/kWh]"""
+    currency: Currency = "USD"
+    """ISO 4217 code of the price; only US dollars are accepted, since the bill is computed in US dollars."""
 
 
 class ColocationRate(_Sourced):
@@ -139,6 +149,8 @@ class ColocationRate(_Sourced):
     """[USD/month]"""
     cabinet_rack_units: Annotated[int, Field(gt=0)] | None = None
     """Rack units of that cabinet. [U]"""
+    currency: Currency = "USD"
+    """ISO 4217 code of the rate; only US dollars are accepted, since the bill is computed in US dollars."""
 
     @model_validator(mode="after")
     def _one_kind(self) -> ColocationRate:
@@ -181,6 +193,12 @@ class OwnershipTable(_Record):
             name = self.defaults.get(section)
             if name not in getattr(self, section):
                 raise ValueError(f"{section}: default {name!r} is not one of its records")
+        for section in ("electricity", "colocation"):
+            for key, record in getattr(self, section).items():
+                if (reason := money.excluded_reason(record.currency)) is not None:
+                    raise ValueError(f"{section} {key!r} is {reason}; record it in USD")
+        for record in self.purchases.values():
+            record.typical  # noqa: B018 - every purchase entry must yield a USD price
         return self
 
     def default(self, section: str) -> Any:
@@ -235,7 +253,7 @@ def purchase_price(gpu: Any) -> tuple[float | None, str]:
     record = ownership_table().purchases.get(gpu_id)
     if record is None:
         return None, f"no purchase quote for {gpu_id} in data/ownership.toml; pass one (--purchase-price USD)"
-    return record.typical, "; ".join(f"{q.usd:,.0f} USD {q.kind}, {q.provider}" for q in record.quotes)
+    return record.typical, "; ".join(f"{q.usd:,.0f} {q.currency} {q.kind}, {q.provider}" for q in record.quotes)
 
 
 # --- formulas -------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from gpusizer import catalog, engines, estimator, units
+from gpusizer import catalog, engines, estimator, hf, units
 from gpusizer import offload as offloading
 from gpusizer.commandline.flags import LLAMA_CPP_AUTO_SLOTS, VLLM_LARGE_GPU_BYTES
 from gpusizer.commandline.reader import EngineCommand
@@ -68,21 +68,24 @@ class Prediction:
 def resolve_model(name: str) -> tuple[catalog.Model, str | None]:
     """The catalogue model a command's model string names, and the weight precision its name says.
 
-    The string goes through ``commands.common.model`` (catalogue id, or a local config.json / checkpoint);
-    an unknown id is then matched to a catalogue entry by its Hugging Face repo (``Model.hf_repo``,
-    case-insensitive) or by the repo's last part less precision and ``-Instruct``-style suffixes.
+    The string goes through ``commands.common.resolve_model`` (catalogue id, or a local config.json /
+    checkpoint); an unknown id is then matched to a catalogue entry by its Hugging Face repo
+    (``Model.hf_repo``, case-insensitive) or by the repo's last part less precision and ``-Instruct``-style
+    suffixes; a repo id that matches none is looked up in the local Hugging Face cache last.
 
     Raises
     ------
     KeyError
         When nothing matches (naming the closest catalogue ids).
+    CommandError
+        A repo id that matches no catalogue entry and is not in the local Hugging Face cache (status 1).
     """
     base = name.rstrip("/").rsplit("/", 1)[-1]
     stem, _, tag = base.lower().removesuffix(".gguf").partition(":")  # llama.cpp -hf user/repo:Q4_K_M
     hint = NAME_PRECISION.get(tag) or next((NAME_PRECISION[s] for s in sorted(NAME_PRECISION, key=len, reverse=True)
                                             if re.search(rf"[-_.]{re.escape(s)}$", stem)), None)
     try:
-        return common.model(name), hint
+        return common.resolve_model(name, cache=False)[0], hint
     except KeyError as error:
         wanted = name.lower().split(":")[0]
         for record in catalog.models():
@@ -96,6 +99,8 @@ def resolve_model(name: str) -> tuple[catalog.Model, str | None]:
                 return catalog.model(candidate), hint
             except KeyError:
                 continue
+        if hf.parse_repo_id(name) is not None:
+            return common.model(name), hint  # the local Hugging Face cache, or one line saying it is not there
         raise error from None
 
 

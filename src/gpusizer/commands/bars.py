@@ -46,13 +46,13 @@ class _Bars:
 @contextmanager
 def on_terminal(stream: IO[str] | None = None) -> Iterator[None]:
     """Draw the progress reported inside the block as bars on ``stream`` (default stderr) when it is a
-    terminal and tqdm is installed; otherwise report to no one."""
+    terminal (tqdm is a core dependency); otherwise report to no one."""
     stream = sys.stderr if stream is None else stream
     try:
         terminal = stream.isatty()
     except (AttributeError, ValueError):  # a closed or odd stream
         terminal = False
-    if not terminal or _missing_tqdm():
+    if not terminal:
         with progress.reporting(None):
             yield
         return
@@ -63,8 +63,3 @@ def on_terminal(stream: IO[str] | None = None) -> Iterator[None]:
     finally:
         bars.close()
 
-
-def _missing_tqdm() -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec("tqdm") is None

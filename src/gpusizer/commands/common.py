@@ -47,6 +47,7 @@ __all__ = [
     "model",
     "positive_number",
     "positive_tokens",
+    "resolve_model",
     "service",
     "share",
     "tokens",
@@ -215,15 +216,26 @@ def service(args: argparse.Namespace, rate: float) -> tuple[Any, Any]:
 
 
 def model(name: str, what: str = "MODEL") -> catalog.Model:
-    """The model a command names: a catalogue id, or a path to a Hugging Face config.json or a folder holding one.
+    """The model a command names: a checkpoint path, a catalogue id or a repo id in the Hugging Face cache
+    (``resolve_model``, whose record it returns)."""
+    return resolve_model(name, what)[0]
+
+
+def resolve_model(name: str, what: str = "MODEL", *, cache: bool = True) -> tuple[catalog.Model, Path | None]:
+    """The model a command names, and the checkpoint folder it was read from (None for a catalogue id).
+
+    In this order: an existing path to a Hugging Face config.json or a folder holding one; a catalogue
+    id; a repo id ``ORG/NAME`` (or ``ORG/NAME@REVISION``) in the local Hugging Face cache
+    (``hf.snapshot_folder``, offline: gpusizer never downloads), unless ``cache`` is False.
 
     Raises
     ------
     CommandError
         An empty or over-long name (status 2), or a path whose config.json is missing, a directory,
-        a FIFO, oversize or unreadable (status 1).
+        a FIFO, oversize or unreadable, or a repo id that is not cached (status 1).
     KeyError
-        An unknown catalogue id (naming the closest ones).
+        An unknown catalogue id that is not a repo id, or any unknown id when ``cache`` is False
+        (naming the closest ones).
     """
     if not name.strip():
         raise CommandError(f"{what}: empty; give a catalogue id (gpusizer models) or a path to a config.json")
@@ -234,13 +246,38 @@ def model(name: str, what: str = "MODEL") -> catalog.Model:
         is_path = os.path.lexists(path)
     except (OSError, ValueError) as error:  # ValueError: an embedded NUL
         raise CommandError(f"{what}: {error}") from None
-    if not is_path:
-        return catalog.model(name)
     from gpusizer import hf
 
-    config = path / "config.json" if path.is_dir() else path
-    input_file(config, what)
-    return hf.from_hf_config(name)
+    if not is_path:
+        try:
+            return catalog.model(name), None
+        except KeyError:
+            if not cache or hf.parse_repo_id(name) is None:
+                raise
+        path = _cached(name, what)
+    folder = path if path.is_dir() else path.parent
+    input_file(folder / "config.json" if path.is_dir() else path, what)
+    return hf.from_hf_config(path), folder
+
+
+def _cached(name: str, what: str) -> Path:
+    """The snapshot folder of the repo id ``name`` in the Hugging Face cache, or a one-line ``CommandError``."""
+    from gpusizer import hf
+
+    repo, revision = hf.parse_repo_id(name) or (name, "main")
+    try:
+        return hf.snapshot_folder(repo, revision)
+    except hf.NotCachedError as error:
+        ids = [m.id for m in catalog.models()]
+        near = catalog.closest(catalog.normalise(repo.rsplit("/", 1)[-1]), ids)
+        hint = f"; or a catalogue id: {', '.join(near)}" if near else ""
+        raise CommandError(
+            f"{what}: {error}; gpusizer never downloads: fetch the config and the index with "
+            f"`hf download {repo} config.json model.safetensors.index.json"
+            f"{'' if revision == 'main' else ' --revision ' + revision}` (add the *.safetensors files for their "
+            f"headers){hint}", ENVIRONMENT) from None
+    except ValueError as error:
+        raise CommandError(f"{what}: {error}", ENVIRONMENT) from None
 
 
 def check_context(record: catalog.Model, context: int, prompt: int | None, allow: bool) -> None:

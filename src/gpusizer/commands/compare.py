@@ -41,7 +41,8 @@ def register(commands: Any) -> None:
         "difference read from the profiles (docs/compare.md).",
         **common.help_options(EXAMPLES),
     )
-    parser.add_argument("model", help="catalogue id (gpusizer models) or a path to a config.json / checkpoint folder")
+    parser.add_argument("model", help="catalogue id (gpusizer models), a path to a config.json / checkpoint folder, "
+                        "or a Hugging Face repo id ORG/NAME[@REVISION] in the local cache (never downloaded)")
     parser.add_argument("gpu", help="catalogue id or alias, GPU:field=value (rtx-4090:memory=48GB) or GPU:mig=PROFILE")
     parser.add_argument("--engines", type=_engines, default=tuple(engines.ENGINES),
                         help=f"engines to compare, comma-separated, the first the reference (default "

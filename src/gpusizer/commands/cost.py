@@ -70,7 +70,8 @@ def register(commands: Any) -> None:
         "data/api-prices.toml: the traffic at which self-hosting becomes cheaper and the utilisation it implies.",
         **common.help_options(EXAMPLES),
     )
-    parser.add_argument("model", help="catalogue id (gpusizer models) or a path to a config.json / checkpoint folder")
+    parser.add_argument("model", help="catalogue id (gpusizer models), a path to a config.json / checkpoint folder, "
+                        "or a Hugging Face repo id ORG/NAME[@REVISION] in the local cache (never downloaded)")
     parser.add_argument("gpu", help="catalogue id or alias (gpusizer gpus), or a system id such as hgx-h200-8x")
     parser.add_argument("--gpus", type=common.gpu_count, default=None,
                         help=f"GPUs of one deployment (default 1 or the system's; at most {common.MAX_GPUS})")

@@ -50,7 +50,8 @@ def register(commands: Any) -> None:
         "within them. Closed forms of gpusizer.serving; see docs/curve.md.",
         **common.help_options(EXAMPLES),
     )
-    parser.add_argument("model", help="catalogue id (gpusizer models) or a path to a config.json / checkpoint folder")
+    parser.add_argument("model", help="catalogue id (gpusizer models), a path to a config.json / checkpoint folder, "
+                        "or a Hugging Face repo id ORG/NAME[@REVISION] in the local cache (never downloaded)")
     parser.add_argument("gpu", help="catalogue id or alias, GPU:field=value (rtx-4090:memory=48GB) or GPU:mig=PROFILE")
     parser.add_argument("--prompt", type=common.positive_tokens, default=1024, help="mean prompt tokens (default 1k)")
     parser.add_argument("--output-tokens", dest="output", type=common.positive_tokens, default=256,

@@ -49,7 +49,8 @@ def register(commands: Any) -> None:
         "pool's own limit, and the aggregated deployment on the same GPUs. docs/disaggregation.md.",
         **common.help_options(EXAMPLES),
     )
-    parser.add_argument("model", help="catalogue id (gpusizer models) or a path to a config.json / checkpoint folder")
+    parser.add_argument("model", help="catalogue id (gpusizer models), a path to a config.json / checkpoint folder, "
+                        "or a Hugging Face repo id ORG/NAME[@REVISION] in the local cache (never downloaded)")
     parser.add_argument("gpu", help="catalogue id or alias (gpusizer gpus), or a system id such as hgx-h200-8x")
     parser.add_argument("--prompt", type=common.positive_tokens, default=1024, help="mean prompt tokens (default 1k)")
     parser.add_argument("--output-tokens", dest="output", type=common.positive_tokens, default=256,

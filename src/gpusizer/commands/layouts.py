@@ -31,7 +31,8 @@ def register(commands: Any) -> None:
         "layouts", help="rank the layouts (tp, pp, ep, dp and their mixes) of MODEL on N GPUs that fit",
         **common.help_options(EXAMPLES),
     )
-    parser.add_argument("model", help="catalogue id (gpusizer models) or a path to a config.json / checkpoint folder")
+    parser.add_argument("model", help="catalogue id (gpusizer models), a path to a config.json / checkpoint folder, "
+                        "or a Hugging Face repo id ORG/NAME[@REVISION] in the local cache (never downloaded)")
     parser.add_argument("gpu", help="catalogue id or alias, or a system id such as hgx-h200-8x or gb200-nvl72")
     parser.add_argument("--gpus", type=common.gpu_count, default=None,
                         help=f"GPUs to split the model over (default 1 or the system's; at most {common.MAX_GPUS})")

@@ -79,7 +79,8 @@ def register(commands: Any) -> None:
         "rest by the cost of a million tokens of the workload (replicas included).",
         **common.help_options(EXAMPLES),
     )
-    parser.add_argument("model", help="catalogue id (gpusizer models) or a path to a config.json / checkpoint folder")
+    parser.add_argument("model", help="catalogue id (gpusizer models), a path to a config.json / checkpoint folder, "
+                        "or a Hugging Face repo id ORG/NAME[@REVISION] in the local cache (never downloaded)")
     parser.add_argument("--prompt", type=common.positive_tokens, default=2048,
                         help="mean prompt tokens, e.g. 2k (default 2k)")
     parser.add_argument("--output-tokens", dest="output", type=common.positive_tokens, default=512,

@@ -8,7 +8,7 @@ in tok/s; bandwidth in TB/s; tensor rates in TFLOP/s. A missing value (``None`` 
 
 The package has one module per job: ``formatting`` (numbers with units), ``tables`` (columns,
 text/Markdown/HTML tables, record sheets), ``sheets`` (GPU, system and model records), ``results``
-(estimates, sweeps, shortlists) and ``progress``; every public name is re-exported here. Importing
+(estimates, sweeps, shortlists); every public name is re-exported here. Importing
 this package registers the record and estimate renderings in ``gpusizer.presentation``, which is how
 ``repr(gpusizer.gpu("h200"))`` and ``str(estimate(...))`` reach them without the records importing
 display (``import gpusizer`` makes the first ``repr`` import this package).
@@ -21,8 +21,7 @@ Generic building blocks for other results (shortlists, sweeps, serving curves):
 * ``sweep_rows`` flattens broadcast arrays into rows;
 * ``sweep_text``/``sweep_html`` and ``shortlist_text``/``shortlist_html`` render a ``Sweep`` and a
   ``Shortlist`` (duck-typed: neither module is imported here);
-* ``properties_text`` and ``properties_html`` render a record as a two-column sheet with sources;
-* ``progress`` reports the progress of a long loop on stderr, only when stderr is a terminal.
+* ``properties_text`` and ``properties_html`` render a record as a two-column sheet with sources.
 
 Deliberate omissions: no styling beyond a few inline rules (notebook themes differ), and no
 locale-dependent formatting.
@@ -44,7 +43,6 @@ from gpusizer.display.formatting import (
     format_size,
     is_missing,
 )
-from gpusizer.display.progress import progress
 from gpusizer.display.results import (
     ESTIMATE_COLUMNS,
     SHORTLIST_COLUMNS,
@@ -116,7 +114,6 @@ __all__ = [
     "model_html",
     "model_summary",
     "model_text",
-    "progress",
     "properties_html",
     "properties_text",
     "rate_column",

@@ -2,8 +2,10 @@
 
 ``from_hf_config`` accepts a path to a ``config.json``, a folder holding one, or an already parsed
 mapping. From a folder (or beside a ``config.json``) it also reads ``hf_quant_config.json``
-(NVIDIA ModelOpt) for the checkpoint precision; ``checkpoint_bytes`` reads the exact stored size
-from ``model.safetensors.index.json`` (``metadata.total_size``) or a single ``model.safetensors``.
+(NVIDIA ModelOpt) for the checkpoint precision. ``read_checkpoint`` reads every tensor's dtype, shape
+and stored bytes from the safetensors headers (``tensors``), ``checkpoint_bytes`` their total and
+``cross_check`` compares it with the bytes the config implies. ``snapshot_folder`` finds a repo id
+(``ORG/NAME``) in the local Hugging Face cache, offline (``cache``).
 
 What is read
 ------------
@@ -51,7 +53,8 @@ Package layout
 ``section`` (bounded JSON reading, ``Section``), ``patterns`` (pieces the readers share), ``dense`` and
 ``moe`` (one reader per architecture), ``model_types`` (the table of readers and transformers
 defaults, the generic reader), ``vision`` (towers of multimodal wrappers), ``quantization``
-(precision), ``checkpoint`` (the entry points). Import the public names from ``gpusizer.hf``.
+(precision), ``tensors`` (safetensors headers), ``cache`` (the local Hugging Face cache),
+``checkpoint`` (the entry points). Import the public names from ``gpusizer.hf``.
 
 Deliberate omissions: rotary settings, logit soft-capping, attention temperature and other knobs that
 change neither parameter counts nor cache sizes;
@@ -59,18 +62,41 @@ Cohere's per-head LayerNorm on queries and keys is recorded as ``qk_norm`` (its 
 ``heads x head_dim`` rather than ``head_dim``).
 """
 
-from gpusizer.hf.checkpoint import MAX_PARAMS, architectures, checkpoint_bytes, from_hf_config
+from gpusizer.hf.cache import NotCachedError, cache_folder, parse_repo_id, snapshot_folder
+from gpusizer.hf.checkpoint import (
+    MAX_PARAMS,
+    STORED_TOLERANCE,
+    StoredBytesWarning,
+    architectures,
+    checkpoint_bytes,
+    cross_check,
+    from_hf_config,
+)
 from gpusizer.hf.quantization import quantization_methods
 from gpusizer.hf.section import LIMITS, MAX_CONFIG_BYTES, MAX_INDEX_BYTES, ConfigAssumptionWarning
+from gpusizer.hf.tensors import MAX_HEADER_BYTES, CheckpointTensors, Tensor, kept_16bit, read_checkpoint, read_header
 
 __all__ = [
     "LIMITS",
     "MAX_CONFIG_BYTES",
+    "MAX_HEADER_BYTES",
     "MAX_INDEX_BYTES",
     "MAX_PARAMS",
+    "STORED_TOLERANCE",
+    "CheckpointTensors",
     "ConfigAssumptionWarning",
+    "NotCachedError",
+    "StoredBytesWarning",
+    "Tensor",
     "architectures",
+    "cache_folder",
     "checkpoint_bytes",
+    "cross_check",
     "from_hf_config",
+    "kept_16bit",
+    "parse_repo_id",
     "quantization_methods",
+    "read_checkpoint",
+    "read_header",
+    "snapshot_folder",
 ]

@@ -15,15 +15,25 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from gpusizer import architecture, precision
 from gpusizer.catalog import Model
 from gpusizer.checks import instance
 from gpusizer.hf.model_types import ARCHITECTURES, DEFAULTS, generic
 from gpusizer.hf.patterns import Fields, cycle
 from gpusizer.hf.quantization import excluded_modules, read_dtype, read_quantization, unquantized_parts
-from gpusizer.hf.section import MAX_INDEX_BYTES, ConfigAssumptionWarning, Section, json_object, read_json, show
+from gpusizer.hf.section import ConfigAssumptionWarning, Section, json_object, read_json, show
+from gpusizer.hf.tensors import CheckpointTensors, read_checkpoint
 from gpusizer.hf.vision import TEXT_DEFAULTS, WRAPPERS
 
-__all__ = ["MAX_PARAMS", "architectures", "checkpoint_bytes", "from_hf_config"]
+__all__ = [
+    "MAX_PARAMS",
+    "STORED_TOLERANCE",
+    "StoredBytesWarning",
+    "architectures",
+    "checkpoint_bytes",
+    "cross_check",
+    "from_hf_config",
+]
 
 
 #: Largest accepted rough parameter count: 1000 times the largest published model. [param]
@@ -206,41 +216,63 @@ def checkpoint_bytes(folder: str | Path) -> int | None:
     Returns
     -------
     int or None
-        ``metadata.total_size`` of ``model.safetensors.index.json`` (or ``pytorch_model.bin.index.json``),
-        else the tensor bytes of a single ``model.safetensors`` (file size less its JSON header). [B]
+        ``tensors.read_checkpoint(folder).total_bytes``: the sum of the tensors the safetensors headers
+        declare, or the index's ``metadata.total_size`` when the shards are absent. [B]
 
     Raises
     ------
     FileNotFoundError
         When ``folder`` does not exist.
     ValueError
-        When an index or header is malformed.
+        When an index or header is malformed (naming the file).
     """
-    path = Path(folder)
-    if not path.exists():
-        raise FileNotFoundError(f"no such folder: {path}")
-    if path.is_file():
-        path = path.parent
-    for index in ("model.safetensors.index.json", "pytorch_model.bin.index.json"):
-        if (path / index).exists():
-            data = json_object(read_json(path / index, MAX_INDEX_BYTES), index)
-            meta = Section(data, index, []).section("metadata")
-            if meta is None:
-                raise ValueError(f"{path / index} lacks essential keys: metadata.total_size")
-            total = meta.raw("total_size")
-            if isinstance(total, bool) or not isinstance(total, int) or not 0 < total < 2**53:
-                raise ValueError(f"{meta.name('total_size')} must be a positive integer, got {show(total)}")
-            return total
-    single = path / "model.safetensors"
-    if single.is_file():
-        size = single.stat().st_size
-        with single.open("rb") as handle:
-            head = handle.read(8)
-        header = int.from_bytes(head, "little") if len(head) == 8 else -1
-        if not 0 <= header <= size - 8:
-            raise ValueError(f"{single} has no valid safetensors header")
-        return size - 8 - header
-    return None
+    found = read_checkpoint(folder)
+    return None if found is None else found.total_bytes
+
+
+#: Relative difference between the stored and the computed weight bytes past which ``cross_check`` warns. [-]
+STORED_TOLERANCE = 0.01
+
+
+class StoredBytesWarning(UserWarning):
+    """The tensors a checkpoint stores differ from the bytes its config implies by more than ``STORED_TOLERANCE``."""
+
+
+def cross_check(record: Model, checkpoint: CheckpointTensors) -> tuple[float, float]:
+    """The weight bytes ``record`` implies at its checkpoint precisions, and how far the stored bytes differ.
+
+    Parameters
+    ----------
+    record : Model
+        The model the checkpoint's config describes (``from_hf_config``).
+    checkpoint : CheckpointTensors
+        What the checkpoint stores (``tensors.read_checkpoint``).
+
+    Returns
+    -------
+    computed : float
+        ``precision.stored_weight_bytes`` of ``record`` at ``weights``, ``expert_weights`` and
+        ``activation_dtype``, multi-token-prediction modules included (checkpoints store them). [B]
+    difference : float
+        :math:`(B_{stored} - B_{computed}) / B_{computed}`. [-]
+
+    Warns
+    -----
+    StoredBytesWarning
+        When ``abs(difference) > STORED_TOLERANCE``: the config and the tensors disagree (a part the
+        config does not describe, or a quantisation it does not declare).
+    """
+    counts = architecture.parameter_counts(record)
+    computed = float(precision.stored_weight_bytes(counts, record.weights, record.expert_weights,
+                                                   record.activation_dtype, include_mtp=True))
+    difference = (checkpoint.total_bytes - computed) / computed
+    if abs(difference) > STORED_TOLERANCE:
+        warnings.warn(
+            f"{record.id}: the checkpoint stores {checkpoint.total_bytes:,} bytes of tensors "
+            f"({checkpoint.source}), {difference:+.1%} from the {computed:,.0f} bytes its config implies at "
+            f"{record.expert_weights or record.weights}; memory is sized from the config",
+            StoredBytesWarning, stacklevel=2)
+    return computed, difference
 
 
 def architectures() -> tuple[str, ...]:
