@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +16,7 @@ from gpusizer import architecture, catalog, estimate, images, multimodal
 from gpusizer.cli import main
 from gpusizer.hf import architectures, from_hf_config
 from gpusizer.multimodal import Images
+from gpusizer.web.app import create_app
 
 CONFIGS = Path(__file__).resolve().parents[1] / "data" / "model-configs"
 
@@ -256,3 +258,14 @@ def test_internvl_video_is_one_tile_a_frame() -> None:
     e = estimate("internvl3-1b", "l4", context=4096, images=Images(count=1, frames=8, width=1920, height=1080))
     assert e.images is not None and e.context == 4096 + 2048
     assert e.images.encoder_flops == pytest.approx(8 * images.encoder_flops(1024, 1024, 4096, 24))
+
+
+def test_web_fit_takes_pan_and_scan_as_an_option() -> None:
+    # POST /api/fit options are the CLI's flags: pan_and_scan true is --pan-and-scan (3000x1000: 3 crops, 1024).
+    options = {"images": 1, "image_size": "3000x1000", "pan_and_scan": True}
+    with TestClient(create_app()) as client:
+        r = client.post("/api/fit", json={"model": "gemma-3-27b", "gpu": "h100", "options": options})
+        assert r.status_code == 200, r.text
+        assert r.json()["images"]["image_tokens_per_request"] == 1024.0
+        r = client.post("/api/fit", json={"model": "gemma-3-27b", "gpu": "h100", "options": {"pan_and_scan": "yes"}})
+        assert r.status_code == 422 and "options.pan_and_scan: true or false" in r.text
