@@ -1,5 +1,6 @@
-"""Issue 18: InternVL (``internvl_chat``) and LLaVA (``llava``) wrappers: towers counted from ``vision_config`` against
-the published safetensors totals, and their image-token rules through ``estimate(images=...)``."""
+"""Issue 18: InternVL (``internvl_chat``, ``internvl``) and LLaVA (``llava``, ``llava_next``) wrappers: towers counted
+from ``vision_config`` against the published safetensors totals, their image-token rules (InternVL tiles and video,
+LLaVA-1.5's fixed 576, LLaVA-NeXT's anyres) through ``estimate(images=...)``, and Gemma 3's ``--pan-and-scan``."""
 
 from __future__ import annotations
 
