@@ -80,8 +80,9 @@ def test_kimi_k25_text_model_is_kimi_k2_with_int4_routed_experts():
     assert total("kimi-k2.5") == total("kimi-k2") == pytest.approx(1.026408232448 * T, rel=1e-12)
     assert total("kimi-k2.5") == pytest.approx(1 * T, rel=0.03)
     assert k25.max_context == 262144 and k2.max_context == 131072
-    # compressed-tensors INT4 (group 32) on the routed experts; attention and the dense/shared MLPs kept in BF16
-    assert k25.weights == "int4" and set(k25.unquantized_roles) == {"attention", "ffn"}
+    # compressed-tensors INT4 (group 32, symmetric, BF16 scales: int4-g32, 4.5 bits) on the routed experts;
+    # attention and the dense/shared MLPs kept in BF16
+    assert k25.weights == "int4-g32" and set(k25.unquantized_roles) == {"attention", "ffn"}
 
 
 def test_qwen3_coder_30b_alias_is_its_own_record_and_counts_its_safetensors():

@@ -63,15 +63,21 @@ def test_kimi_k2_thinking_counts_its_int4_routed_experts_as_stored():
     # K2-Thinking ships INT4 weight-only QAT (W4A16, scale per 32: Zhihu Frontier / Moonshot); compressed-tensors
     # leaves attention, shared experts, the dense MLP and lm_head in BF16 (quantization_config.ignore)
     thinking, instruct = gpusizer.model("kimi-k2-thinking"), gpusizer.model("kimi-k2-instruct-0905")
-    assert thinking.weights == "int4" and set(thinking.unquantized_roles) == {"attention", "ffn"}
+    assert thinking.weights == "int4-g32" and set(thinking.unquantized_roles) == {"attention", "ffn"}
     assert instruct.weights == "fp8"
-    # routed experts: 60 layers x 384 x 3 x 7168 x 2048 = 1,014,686,023,680 params at int4's 0.51953125 B
-    # (4 bits + group scales, precision.bytes_per_element); the other 11,722,208,768 (attention, shared and
-    # dense MLPs, norms, embedding, head) at 2 B: 527,161,098,240 B + 23,444,417,536 B = 550,605,515,776 B
+    # routed experts: 60 layers x 384 x 3 x 7168 x 2048 = 1,014,686,023,680 params stored as compressed-tensors
+    # pack-quantized INT4, group 32, symmetric: 4 bits + one BF16 scale per 32 weights = 4.5 bits = 0.5625 B
+    # (weight_packed int32, weight_scale BF16 [out, in/32]: csabakecskemeti/DQ_int4-to-bf16_dequant:kernel.py,
+    # commit df5bbb54f7fd0dc662effa9135cb21c6b9a3f0ab); the other 11,722,208,768 (attention, shared and dense MLPs,
+    # norms, embedding, head) at 2 B: 570,760,888,320 B + 23,444,417,536 B = 594,205,305,856 B. At AWQ's g128
+    # 4.156 bits it would read 550,605,515,776 B, 7.3 % short.
     routed = 60 * 384 * 3 * 7168 * 2048
     rest = 1_026_408_232_448 - routed
-    assert routed * 0.51953125 + rest * 2 == 550_605_515_776
-    assert gpusizer.estimate(thinking, "h200").memory.weights_bytes == pytest.approx(550_605_515_776, rel=1e-12)
+    assert routed * 0.5625 + rest * 2 == 594_205_305_856
+    assert gpusizer.estimate(thinking, "h200").memory.weights_bytes == pytest.approx(594_205_305_856, rel=1e-12)
+    assert gpusizer.estimate("kimi-k2.5", "h200").memory.weights_bytes == pytest.approx(594_205_305_856, rel=1e-12)
+    assert gpusizer.estimate(thinking, "h200", weights="int4").memory.weights_bytes == pytest.approx(
+        routed * 0.51953125 + rest * 2, rel=1e-12)
     # the FP8 0905 checkpoint stores about twice that: 1.03 TB
     assert gpusizer.estimate(instruct, "h200").memory.weights_bytes == pytest.approx(1.029e12, rel=1e-3)
 
@@ -82,7 +88,7 @@ def test_new_models_fit_8_h200_or_say_they_do_not_without_nan(model_id):
         warnings.simplefilter("ignore")
         e = gpusizer.estimate(model_id, "h200", gpus=8, context=32768, concurrency=4)
     assert_no_nan(e)
-    # BF16 GLM (88 GB a GPU) and INT4 K2-Thinking (70 GB) fit; FP8 K2-0905 (130 GB a GPU) does not under vLLM's 90 %
+    # BF16 GLM (88 GB a GPU) and INT4-g32 K2-Thinking (75 GB) fit; FP8 K2-0905 (130 GB a GPU) does not under vLLM's 90 %
     assert e.fits == (model_id != "kimi-k2-instruct-0905")
 
 

@@ -62,7 +62,7 @@ def llama(**changes: Any) -> dict[str, Any]:
 
 
 def test_reference_set_is_complete() -> None:
-    assert len(REFS) == 59
+    assert len(REFS) == 61
     assert all(ref["id"] == model_id for model_id, ref in REFS.items())
 
 
@@ -91,7 +91,7 @@ def test_catalogue_follows_index_order_and_skips_partial(catalogue: dict[str, Mo
     rows = [line.split("|")[1].strip() for line in lines if line.startswith("|")]
     order = [row for row in rows if row in REFS]
     assert list(catalogue) == [model_id for model_id in order if model_id not in PARTIAL]
-    assert len(catalogue) == 59
+    assert len(catalogue) == 61
 
 
 def test_catalogue_metadata_comes_from_reference_files(catalogue: dict[str, Model]) -> None:
@@ -348,6 +348,22 @@ def test_total_params_match_published(catalogue: dict[str, Model], model_id: str
                 "config_groups": {"g": {"weights": {"num_bits": 4, "type": "float", "group_size": 16}}},
             },
             "nvfp4",
+        ),
+        (  # Kimi K2-Thinking's scheme: symmetric INT4, one BF16 scale per 32 weights (4.5 bits)
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {"g": {"weights": {"num_bits": 4, "type": "int", "group_size": 32,
+                                                    "symmetric": True}}},
+            },
+            "int4-g32",
+        ),
+        (  # asymmetric group 32 or another group size: the g128 table entry
+            {
+                "quant_method": "compressed-tensors",
+                "config_groups": {"g": {"weights": {"num_bits": 4, "type": "int", "group_size": 32,
+                                                    "symmetric": False}}},
+            },
+            "int4",
         ),
     ],
 )

@@ -11,6 +11,7 @@ from gpusizer import precision
         ("bf16", 16),
         ("fp8", 8 + 32 / (128 * 128)),  # E4M3 + an FP32 scale per 128x128 block (DeepSeek-V3)
         ("int4", 4 + (16 + 4) / 128),  # AWQ/GPTQ g128: fp16 scale + 4-bit zero per 128 weights = 4.15625
+        ("int4-g32", 4.5),  # compressed-tensors symmetric g32 (Kimi K2-Thinking): BF16 scale per 32, no zeros
         ("nvfp4", 4.5),  # E2M1 + E4M3 scale per 16
         ("mxfp4", 4.25),  # E2M1 + E8M0 scale per 32 (gpt-oss model card: "4.25 bits per parameter")
         ("q8_0", 8.5),  # 34-byte block of 32

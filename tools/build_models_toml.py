@@ -16,7 +16,8 @@ Published conventions (``[model.published]``):
 * ``exact`` is true when every published figure is a count to at least three significant digits
   (Gemma 2/3 tables, gpt-oss Table 1, the Qwen cards' 7.61B-style figures, the Llama 3.2 card's
   1.23B/3.21B, Mixtral's 46.7B/12.9B), false for labels such as "70B", "8.2B" or "235B".
-* ``includes_vision`` is true for Gemma 3, Llama 4, Qwen2.5-VL and Qwen3-VL, whose totals count the vision encoder.
+* ``includes_vision`` is true for Gemma 3, Llama 4, Qwen2.5-VL, Qwen3-VL, InternVL3 and LLaVA-1.5, whose totals count
+  the vision encoder.
 * ``includes_mtp`` is false except for DeepSeek-V3.2 (``WITH_MTP``), whose only published count is the
   Hugging Face page's 685.4B of every stored tensor; DeepSeek's 671B excludes the 14B MTP module (README), and
   GLM-4.5-Air's 106B matches the count without its MTP layer (106.9B vs 109.2B with it).
@@ -57,12 +58,12 @@ EXACT = {
     "gemma-2-9b", "gemma-2-27b", "gemma-3-4b", "gemma-3-12b", "gemma-3-27b",
     "gpt-oss-120b", "gpt-oss-20b",
     "qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b", "qwen2.5-72b", "qwen3-14b", "qwen3-32b",
-    "llama-3.2-1b", "llama-3.2-3b", "mixtral-8x7b", "qwen3-vl-8b",
+    "llama-3.2-1b", "llama-3.2-3b", "mixtral-8x7b", "qwen3-vl-8b", "internvl3-1b", "llava-1.5-7b",
 }  # fmt: skip
 #: Models whose published total counts the MTP module (DeepSeek-V3.2's Hugging Face count of its safetensors).
 WITH_MTP = {"deepseek-v3.2"}
 #: Families whose published total counts the vision encoder.
-WITH_VISION = {"Gemma 3", "Llama 4", "Qwen2.5-VL", "Qwen3-VL"}
+WITH_VISION = {"Gemma 3", "Llama 4", "Qwen2.5-VL", "Qwen3-VL", "InternVL3", "LLaVA-1.5"}
 #: Active-parameter conventions stated by the publisher: (embedding counted, head counted).
 ACTIVE_CONVENTION = {"gpt-oss": (False, True), "DeepSeek-V3": (True, True)}
 #: Conventions the publisher does not state, inferred because only they reproduce the published

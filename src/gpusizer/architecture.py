@@ -247,27 +247,27 @@ def norm_params(hidden: int, kind: str) -> int:
 
 
 def vit_params(vision: Vision) -> int:
-    r"""Parameters of a ViT vision encoder (SigLIP, Llama 4) plus its projector.
+    r"""Parameters of a ViT vision encoder (SigLIP-So400m in Gemma 3: 417M published) plus its projector.
 
     Notes
     -----
-    Patch embedding :math:`C p^2 w + w`, one position embedding per patch (and class token),
-    per layer attention :math:`4(w^2 + w)`, MLP :math:`2 w f + f + w` and two LayerNorms :math:`4w`;
-    a final LayerNorm :math:`2w` (arXiv:2010.11929). Qwen2.5-VL: :math:`C t p^2 w` patches, gated MLP :math:`3wf+2f+w`.
+    Patch embedding :math:`C p^2 w + w`, one position embedding per patch (and class token), per layer attention
+    :math:`4(w^2 + w)`, MLP :math:`2 w f + f + w` and two LayerNorms :math:`4w`; a final LayerNorm :math:`2w`
+    (arXiv:2010.11929); CLIP's pre-LayerNorm; InternViT's layer scales :math:`2w` a block. Qwen2.5-VL:
+    :math:`C t p^2 w` patches, gated MLP :math:`3wf+2f+w`.
 
     Examples
     --------
     >>> from gpusizer.catalog import Vision
-    >>> vit_params(Vision(hidden_size=1152, num_layers=27, intermediate_size=4304,
-    ...                   patch_size=14, image_size=896))  # SigLIP-So400m in Gemma 3: 417M published
+    >>> vit_params(Vision(hidden_size=1152, num_layers=27, intermediate_size=4304, patch_size=14, image_size=896))
     416866032
     """
     v, w, f = vision, vision.hidden_size, vision.intermediate_size
     patches = ((v.image_size // v.patch_size) ** 2 + v.class_token) * v.position_embeddings
     embed = v.num_channels * v.temporal_patch_size * v.patch_size**2 * w + w * v.patch_bias + patches * w
     mlp = 3 * w * f + 2 * f + w if v.gated_mlp else 2 * w * f + f + w
-    layer, final = 4 * (w * w + w) + mlp + 2 * norm_params(w, v.norm), norm_params(w, v.norm) * v.final_norm
-    return embed + w * v.class_token + v.num_layers * layer + final + v.projector_params
+    layer, final = 4 * (w * w + w) + mlp + 2 * (norm_params(w, v.norm) + w * v.layer_scale), v.final_norm + v.pre_norm
+    return embed + w * v.class_token + v.num_layers * layer + norm_params(w, v.norm) * final + v.projector_params
 
 
 class ParameterCounts(NamedTuple):

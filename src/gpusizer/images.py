@@ -22,6 +22,8 @@ its own rule for the token count:
   to 144 tokens; with more than one tile a global tile (the whole image at 336 px) follows, with one
   separator token after each tile and the ``<|image|>`` token before the global tile (``llama4_tiles``,
   ``llama4_tokens``).
+* LLaVA-NeXT (anyres): the ``image_grid_pinpoints`` canvas showing the most pixels, in 336 px tiles of 24 x 24
+  features less the padding rows, each row ending in an ``image_newline``, and the image at 336 px (576 tokens).
 * InternVL: the image is split into ``cols x rows`` tiles of 448 px (``min_tiles <= cols * rows <=
   max_tiles``) whose aspect ratio is closest to the image's, plus a thumbnail tile when there is more than
   one; 256 tokens a tile (``internvl_tiles``, ``internvl_tokens``).
@@ -49,6 +51,9 @@ References
    a391a51d5a0f01de151d84427aabaefea4e7fb85), ``pan_and_scan``; processing_gemma3.py, ``Gemma3ProcessorKwargs``
    defaults: ``do_pan_and_scan`` False, ``pan_and_scan_min_crop_size`` 256, ``pan_and_scan_max_num_crops`` 4,
    ``pan_and_scan_min_ratio_to_activate`` 1.2.
+.. [7] huggingface/transformers, src/transformers/image_processing_utils.py (commit
+   091630d58781404f2b35a7f5dff1c29bda71b549), ``select_best_resolution``; models/llava_next/processing_llava_next.py
+   (commit 81bb907ccf3494b5409b0b745bb10c8a617050b7), ``_get_number_of_features``, ``_get_unpadded_features``.
 """
 
 from __future__ import annotations
@@ -61,8 +66,8 @@ from gpusizer.checks import scalar_or_array
 from gpusizer.numeric import ceil, floor, maximum, minimum, number, where
 
 __all__ = [
-    "encoder_flops", "gemma3_crops", "internvl_tiles", "internvl_tokens", "llama4_tiles", "llama4_tokens",
-    "pixtral_tokens", "qwen_resized", "qwen_tokens",
+    "LLAVA_NEXT_PINPOINTS", "encoder_flops", "gemma3_crops", "internvl_tiles", "internvl_tokens", "llama4_tiles",
+    "llama4_tokens", "llava_next_resolution", "llava_next_tokens", "pixtral_tokens", "qwen_resized", "qwen_tokens",
 ]
 
 
@@ -347,6 +352,78 @@ def internvl_tokens(
     shown = n + where(n > 1, 1.0, 0.0)
     p = number(tokens_per_tile)
     return scalar_or_array(shown * p), scalar_or_array(4.0 * shown * p)
+
+
+#: LLaVA-NeXT's ``image_grid_pinpoints`` (height, width) in llava-hf's v1.6 configs. [px]
+LLAVA_NEXT_PINPOINTS = ((336, 672), (672, 336), (672, 672), (1008, 336), (336, 1008))
+
+
+def llava_next_resolution(height: Any, width: Any, pinpoints: Any = LLAVA_NEXT_PINPOINTS) -> tuple[Any, Any]:
+    r"""Canvas (height, width) LLaVA-NeXT's anyres picks for an image (``select_best_resolution``). [px]
+
+    Parameters
+    ----------
+    height, width : array_like
+        Image size :math:`H, W`. [px]
+    pinpoints : sequence of (int, int)
+        Candidate canvases :math:`(h_i, w_i)` (``image_grid_pinpoints``). [px]
+
+    Returns
+    -------
+    tuple of numeric
+        With :math:`s_i = \min(w_i/W, h_i/H)`, the first canvas of most effective pixels :math:`e_i = \min(\lfloor
+        W s_i \rfloor \lfloor H s_i \rfloor, WH)`, ties to the least waste :math:`h_i w_i - e_i`.
+
+    Examples
+    --------
+    >>> llava_next_resolution(768, 1024)  # 672x672: 672 x 504 effective px; 336x672 and 336x1008 show 448 x 336
+    (672.0, 672.0)
+    """
+    h, w = _sizes(height, width)
+    best_e, best_waste, best_h, best_w = np.zeros_like(h), np.full_like(h, np.inf), np.zeros_like(h), np.zeros_like(h)
+    for ph, pw in pinpoints:
+        scale = np.minimum(pw / w, ph / h)
+        effective = np.minimum(np.floor(w * scale) * np.floor(h * scale), w * h)
+        better = (effective > best_e) | ((effective == best_e) & (ph * pw - effective < best_waste))
+        best_e, best_waste = np.where(better, effective, best_e), np.where(better, ph * pw - effective, best_waste)
+        best_h, best_w = np.where(better, float(ph), best_h), np.where(better, float(pw), best_w)
+    return scalar_or_array(best_h[..., 0]), scalar_or_array(best_w[..., 0])
+
+
+def llava_next_tokens(
+    height: Any, width: Any, pinpoints: Any = LLAVA_NEXT_PINPOINTS, tile: Any = 336, patch: Any = 14
+) -> tuple[Any, Any]:
+    r"""LLM tokens and ViT patches of one LLaVA-NeXT image (``LlavaNextProcessor._get_number_of_features``).
+
+    Parameters
+    ----------
+    height, width : array_like
+        Image size :math:`H, W`. [px]
+    pinpoints : sequence of (int, int)
+        ``image_grid_pinpoints`` (``llava_next_resolution``). [px]
+    tile, patch : array_like, optional
+        CLIP input side :math:`T` (336) and patch :math:`p` (14). [px]
+
+    Returns
+    -------
+    tokens, patches : numeric
+        On the canvas of ``llava_next_resolution``, :math:`a \times b` tiles of :math:`T`, the :math:`(Ta/p) \times
+        (Tb/p)` features less the aspect ratio's padding rows (or columns), :math:`r \times c`: tokens :math:`rc + r`
+        (a newline a row) :math:`+ (T/p)^2` (the base image); patches :math:`(1 + ab)((T/p)^2 + 1)`. [token]
+
+    Examples
+    --------
+    >>> llava_next_tokens(768, 1024)  # 2x2 tiles: 48 x 48 features, 36 rows unpadded: 1728 + 36 + 576
+    (2340.0, 2885.0)
+    """
+    h, w, t = number(height), number(width), number(tile)
+    best_h, best_w = llava_next_resolution(height, width, pinpoints)
+    side = floor(t / number(patch))
+    rows, cols, wide = side * floor(best_h / t), side * floor(best_w / t), w / h > best_w / best_h
+    r = where(wide, rows - 2 * floor((rows - floor(h * cols / w)) / 2), rows)
+    c = where(wide, cols, cols - 2 * floor((cols - floor(w * rows / h)) / 2))
+    tiles = floor(best_h / t) * floor(best_w / t)
+    return scalar_or_array(r * c + r + side * side), scalar_or_array((1.0 + tiles) * (side * side + 1.0))
 
 
 def gemma3_crops(height: Any, width: Any, min_crop: Any = 256, max_crops: Any = 4, min_ratio: Any = 1.2) -> Any:

@@ -5,7 +5,7 @@ One table, ``PRECISIONS``, gives every format gpusizer knows. Bits become bytes 
 
 Which tensors a format covers follows the published checkpoints (the rule ``covers_embeddings``):
 
-* Hugging Face formats (fp8, int8, int4/AWQ/GPTQ, nvfp4, mxfp4) quantize the linear layers of the
+* Hugging Face formats (fp8, int8, int4/AWQ/GPTQ, int4-g32, nvfp4, mxfp4) quantize the linear layers of the
   decoder blocks only. Embeddings, the LM head, norms, routers, biases and state-space parameters
   stay in the activation dtype (16-bit): DeepSeek-V3's FP8 checkpoint, gpt-oss's
   ``modules_to_not_convert`` and AutoAWQ's default all do this.
@@ -82,6 +82,10 @@ PRECISIONS: dict[str, Precision] = {
         _p("int8", 8, "int8", False, "W8A8 with per-channel scales (compressed-tensors); scales neglected"),
         # 4-bit values + FP16 scale + packed 4-bit zero per group of 128: 4 + (16 + 4)/128
         _p("int4", 4 + 20 / 128, "bf16", True, "AutoAWQ / GPTQ group size 128 (qweight, scales fp16, qzeros int4)"),
+        # 4-bit values packed 8 to an int32 + one BF16 scale per 32 weights, symmetric (no zeros): 4 + 16/32
+        _p("int4-g32", 4 + 16 / 32, "bf16", True, "compressed-tensors pack-quantized symmetric INT4, group 32, BF16 "
+           "scales (moonshotai/Kimi-K2-Thinking, Kimi-K2.5: csabakecskemeti/DQ_int4-to-bf16_dequant:kernel.py "
+           "(commit df5bbb54f7fd0dc662effa9135cb21c6b9a3f0ab) weight_packed int32, weight_scale BF16 [out, in/32])"),
         # E2M1 + one E4M3 scale per 16 elements: 4 + 8/16 (per-tensor FP32 scale neglected)
         _p("nvfp4", 4 + 8 / 16, "fp4", False, "NVIDIA NVFP4: E2M1 with FP8 E4M3 scale per 16 elements"),
         # E2M1 + one E8M0 scale per 32 elements: 4 + 8/32
@@ -110,6 +114,7 @@ ALIASES: dict[str, str] = {
     "awq": "int4",
     "gptq": "int4",
     "w4a16": "int4",
+    "int4_g32": "int4-g32",
     "fp4": "nvfp4",
     "q8": "q8_0",
     "q6_k_m": "q6_k",

@@ -324,6 +324,12 @@ class Vision(Record):
     """Bias of the patch embedding."""
     final_norm: bool = True
     """A LayerNorm after the last block (Qwen2.5-VL's sits in the merger, counted in ``projector_params``)."""
+    pre_norm: bool = False
+    """A LayerNorm before the first block (CLIP's ``pre_layrnorm``, in LLaVA)."""
+    layer_scale: bool = False
+    """Two learned per-channel scales per block (InternViT's ``ls1`` and ``ls2``: ``2w`` parameters)."""
+    grid_pinpoints: tuple[tuple[PositiveInt, PositiveInt], ...] | None = None
+    """LLaVA-NeXT's anyres canvases (height, width) (``image_grid_pinpoints``); None elsewhere. [px]"""
     spatial_merge_size: PositiveInt = 1
     """Patches per side merged into one LLM token: Qwen-VL's merger and Mistral 3's patch merger (2), Llama 4's
     pixel shuffle of ratio 1/2 (2); 1 where each patch is a token or the rule is fixed (Gemma 3). [-]"""

@@ -1,7 +1,8 @@
 """The image flags of ``gpusizer fit`` and ``gpusizer shortlist``, and their output.
 
-``--images N``, ``--image-size WxH`` and ``--video-frames F`` become a ``multimodal.Images``; ``text`` shows an
-``Estimate.images``; ``workload`` adds the image tokens to a shortlist's mean prompt. Parsing and output only.
+``--images N``, ``--image-size WxH``, ``--video-frames F`` and ``--pan-and-scan`` become a ``multimodal.Images``;
+``text`` shows an ``Estimate.images``; ``workload`` adds the image tokens to a shortlist's mean prompt. Parsing and
+output only.
 """
 
 from __future__ import annotations
@@ -43,18 +44,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--image-size", type=_size, default=None,
                        help="their size WIDTHxHEIGHT before resizing (default 1024x768; Gemma 3 always 256 tokens)")
     group.add_argument("--video-frames", type=_count, default=None,
-                       help="frames of one video per request (Qwen-VL: temporal patches of 2)")
+                       help="frames of one video per request (Qwen-VL: temporal patches of 2; InternVL: a tile each)")
+    group.add_argument("--pan-and-scan", action="store_true",
+                       help="Gemma 3's pan-and-scan: crops of an elongated image (up to 4) as more images")
 
 
 def images(args: argparse.Namespace) -> multimodal.Images | None:
     """The ``Images`` the flags ask for, or None without ``--images`` and ``--video-frames``."""
     count, size, frames = (getattr(args, name, None) for name in ("images", "image_size", "video_frames"))
+    pan = bool(getattr(args, "pan_and_scan", False))
     if count is None and frames is None:
-        if size is not None:
-            raise CommandError("--image-size needs --images or --video-frames")
+        if size is not None or pan:
+            raise CommandError(f"{'--image-size' if size is not None else '--pan-and-scan'} needs --images or "
+                               "--video-frames")
         return None
     width, height = size or (1024, 768)
-    return multimodal.Images(count=1 if count is None else count, width=width, height=height, frames=frames or 1)
+    return multimodal.Images(count=1 if count is None else count, width=width, height=height, frames=frames or 1,
+                             pan_and_scan=pan)
 
 
 def workload(args: argparse.Namespace, record: catalog.Model, traffic: Any) -> Any:

@@ -12,10 +12,11 @@ What is read
 The architectures of ``architectures()``: llama, mistral, mixtral, qwen2, qwen2_moe, qwen3,
 qwen3_moe, qwen3_next, gemma, gemma2, gemma3 (and gemma3_text), phi3, cohere, falcon,
 deepseek_v2, deepseek_v3, deepseek_v32, kimi_k2, gpt_oss, glm4_moe, llama4 (and llama4_text),
-mistral3 and nemotron_h. DeepSeek Sparse Attention (``index_n_heads``, ``index_head_dim``, ``index_topk``)
-becomes a ``SparseAttention`` record. Multimodal wrappers are read through ``text_config``; their
-``vision_config`` becomes a ``Vision`` record whose ``projector_params`` come from the projector
-shapes:
+mistral3, qwen2_5_vl, qwen3_vl, internvl_chat (and transformers' internvl), llava, llava_next and
+nemotron_h. DeepSeek Sparse Attention (``index_n_heads``, ``index_head_dim``, ``index_topk``) becomes a
+``SparseAttention`` record. Multimodal wrappers are read through ``text_config`` (InternVL's ``llm_config``);
+their ``vision_config`` becomes a ``Vision`` record whose ``projector_params`` come from the projector shapes
+(``vision`` documents each):
 
 * gemma3: ``mm_input_projection`` (vision hidden x text hidden) + ``mm_soft_emb_norm`` (vision hidden);
 * llama4: vision adapter MLP ``fc1`` (vision intermediate x projector_input_dim) + ``fc2``
@@ -23,7 +24,9 @@ shapes:
   text hidden), all without bias;
 * mistral3: RMSNorm (vision hidden) + patch merger (vision hidden * spatial_merge_size**2 x vision
   hidden) + ``linear_1`` (vision hidden x text hidden) + ``linear_2`` (text hidden x text hidden),
-  biases when ``multimodal_projector_bias``.
+  biases when ``multimodal_projector_bias``;
+* internvl_chat: ``mlp1`` = LayerNorm (vision hidden / downsample_ratio**2) + two biased Linears to and at
+  text hidden; llava / llava_next: two biased Linears (vision hidden x text hidden, text x text).
 
 Keys a published config omits take the default of the matching ``transformers`` configuration class
 (Gemma 3's text config relies on them for its head counts). Any other ``model_type`` is read from the

@@ -23,7 +23,7 @@ from gpusizer.hf.patterns import Fields, cycle
 from gpusizer.hf.quantization import excluded_modules, read_dtype, read_quantization, unquantized_parts
 from gpusizer.hf.section import ConfigAssumptionWarning, Section, json_object, read_json, show
 from gpusizer.hf.tensors import CheckpointTensors, read_checkpoint
-from gpusizer.hf.vision import WRAPPERS
+from gpusizer.hf.vision import TEXT_DEFAULTS, WRAPPERS
 
 __all__ = [
     "MAX_PARAMS",
@@ -75,12 +75,13 @@ def _fields(top: Section, hf_quant: Section | None) -> Fields:
     """Architecture fields of ``Model`` for the config ``top``, wrappers and precision included."""
     model_type = top.text("model_type")
     wrapper = WRAPPERS.get(model_type or "")
-    inner = top.section("text_config")
+    inner = top.section("text_config") or top.section("llm_config")  # llm_config: InternVL's internvl_chat
     if inner is not None:
         model_type = inner.text("model_type") or (wrapper[0] if wrapper else None)
     if wrapper is not None and model_type not in ARCHITECTURES:  # qwen2_5_vl(_text): its text model is qwen2
         model_type = wrapper[0]
-    text = Section((inner or top).data, (inner or top).where, top.notes, DEFAULTS.get(model_type or "", {}))
+    defaults = {**DEFAULTS.get(model_type or "", {}), **(TEXT_DEFAULTS.get(model_type or "", {}) if wrapper else {})}
+    text = Section((inner or top).data, (inner or top).where, top.notes, defaults)
     build = ARCHITECTURES.get(model_type or "")
     if build is None:
         top.notes.insert(

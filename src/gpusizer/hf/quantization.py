@@ -104,6 +104,8 @@ def _ct_group(group: Section) -> str:
     if (kind, bits) not in _CT_TYPES:
         known = ", ".join(f"{k} {b}-bit" for k, b in (*_CT_TYPES, ("float", 4)))
         raise ValueError(f"{weights.where}: {kind} {bits}-bit weights are not supported; known: {known}")
+    if (kind, bits) == ("int", 4) and weights.opt("group_size", "small") == 32 and weights.flag("symmetric", False):
+        return "int4-g32"  # Kimi K2-Thinking / K2.5: one BF16 scale per 32 weights, 4.5 bits (not g128's 4.156)
     return _CT_TYPES[(kind, bits)]
 
 

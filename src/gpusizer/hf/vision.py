@@ -1,8 +1,10 @@
-"""Vision towers of multimodal wrappers (Gemma 3 SigLIP, Llama 4, Mistral 3 Pixtral, Qwen2.5-VL, Qwen3-VL) as
-``Vision`` records.
+"""Vision towers of multimodal wrappers (Gemma 3 SigLIP, Llama 4, Mistral 3 Pixtral, Qwen2.5-VL, Qwen3-VL,
+InternVL's InternViT, LLaVA's CLIP) as ``Vision`` records.
 
 ``WRAPPERS`` maps a wrapper ``model_type`` to its text ``model_type`` and its vision reader; the
 projector parameter counts are given in each reader's docstring and in ``gpusizer.hf``.
+``TEXT_DEFAULTS`` holds the defaults of the text configuration class a wrapper builds from a
+``text_config`` that leaves keys out (LLaVA-1.5's Vicuna: ``LlamaConfig``'s).
 """
 
 from __future__ import annotations
@@ -10,15 +12,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpusizer.catalog import Vision
-from gpusizer.hf.section import Section
+from gpusizer.hf.section import Section, show
 
-__all__ = ["WRAPPERS", "llama4_vision", "pixtral", "qwen3_vl", "qwen25_vl", "siglip"]
+__all__ = ["TEXT_DEFAULTS", "WRAPPERS", "clip", "intern_vit", "llama4_vision", "pixtral", "qwen3_vl", "qwen25_vl",
+           "siglip"]
 
 
 def _vit(vision: Section, *, class_token: bool, projector: int) -> Vision:
     """A ViT tower from the standard vision keys, with the projector parameter count given."""
     vision.require("hidden_size", "num_hidden_layers", "intermediate_size", "patch_size", "image_size")
-    patch, image = vision.integer("patch_size", "small"), vision.integer("image_size", "head_dim")
+    patch, image = _side(vision, "patch_size", "small"), _side(vision, "image_size", "head_dim")
     if patch > image:
         raise ValueError(f"{vision.name('patch_size')} = {patch} exceeds image_size = {image}")
     return Vision(
@@ -33,6 +36,16 @@ def _vit(vision: Section, *, class_token: bool, projector: int) -> Vision:
     )
 
 
+def _side(vision: Section, key: str, limit: str) -> int:
+    """A square size: an integer, or a ``[height, width]`` pair of equal integers (transformers' InternVL)."""
+    value = vision.raw(key)
+    if isinstance(value, list | tuple):
+        if len(value) != 2 or value[0] != value[1]:
+            raise ValueError(f"{vision.name(key)} must be an integer or a square [height, width], got {show(value)}")
+        vision = Section({key: value[0]}, vision.where, vision.notes)
+    return vision.integer(key, limit)  # type: ignore[no-any-return]
+
+
 def siglip(vision: Section, top: Section, text_hidden: int) -> Vision:
     """Gemma 3: SigLIP; projector = mm_input_projection (w x d) + mm_soft_emb_norm (w)."""
     width = vision.integer("hidden_size", "hidden")
@@ -45,13 +58,8 @@ def llama4_vision(vision: Section, top: Section, text_hidden: int) -> Vision:
     inner = vision.integer("intermediate_size", "ffn")
     p_in, p_out = vision.integer("projector_input_dim", "ffn"), vision.integer("projector_output_dim", "ffn")
     projector = inner * p_in + p_out * p_out + vision.integer("vision_output_dim", "ffn") * text_hidden
-    shuffle = vision.raw("pixel_shuffle_ratio")
-    shuffle = 0.5 if shuffle is None else shuffle
-    if isinstance(shuffle, bool) or not isinstance(shuffle, int | float) or not 0 < shuffle <= 1 \
-            or abs(1 / shuffle - round(1 / shuffle)) > 1e-9:
-        raise ValueError(f"{vision.name('pixel_shuffle_ratio')} must be 1/k for a whole k, got {shuffle!r}")
     tower = _vit(vision, class_token=True, projector=projector)
-    return tower.model_copy(update={"spatial_merge_size": round(1 / shuffle)})
+    return tower.model_copy(update={"spatial_merge_size": _merge(vision, "pixel_shuffle_ratio", 0.5)})
 
 
 def pixtral(vision: Section, top: Section, text_hidden: int) -> Vision:
@@ -132,9 +140,87 @@ def qwen3_vl(vision: Section, top: Section, text_hidden: int) -> Vision:
     )
 
 
+def _merge(section: Section, key: str, default: float) -> int:
+    """The merge factor per side ``1 / ratio`` of a pixel-shuffle ratio ``key`` that must be ``1/k``."""
+    ratio = section.raw(key)
+    ratio = default if ratio is None else ratio
+    if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not 0 < ratio <= 1 \
+            or abs(1 / ratio - round(1 / ratio)) > 1e-9:
+        raise ValueError(f"{section.name(key)} must be 1/k for a whole k, got {ratio!r}")
+    return round(1 / ratio)
+
+
+def intern_vit(vision: Section, top: Section, text_hidden: int) -> Vision:
+    """InternVL (``internvl_chat``, and transformers' ``internvl``): InternViT, a ViT with a class token, a biased
+    patch embedding, layer scales ``ls1``/``ls2`` (``lambda_1``/``lambda_2``: 2w a block) and no final norm;
+    projector ``mlp1`` = LayerNorm (w m^2) + Linear (w m^2 x d, bias) + Linear (d x d, bias), after a pixel
+    shuffle of ``downsample_ratio`` (1/2: m = 2).
+
+    OpenGVLab/InternVL3-1B, modeling_intern_vit.py (``InternVisionEmbeddings``, ``InternVisionEncoderLayer``) and
+    modeling_internvl_chat.py (``mlp1``, ``pixel_shuffle``); its printed module tree in the source of
+    ``data/model-configs/internvl3-1b.json``; transformers' models/internvl/modeling_internvl.py
+    (``InternVLVisionEmbeddings``, ``InternVLVisionLayer``, ``InternVLMultiModalProjector``) for ``internvl``.
+    """
+    merge = _merge(top, "downsample_ratio", 0.5)
+    bias = vision.flag("qkv_bias", vision.flag("attention_bias", True))
+    if vision.flag("qk_normalization", False) or vision.flag("use_qk_norm", False) or not bias:
+        top.notes.append("InternViT counted with a biased qkv and no query/key norms (InternViT-6B differs by "
+                         "a few thousand parameters)")
+    width = vision.integer("hidden_size", "hidden")
+    merged = width * merge**2
+    projector = 2 * merged + merged * text_hidden + text_hidden + text_hidden * text_hidden + text_hidden
+    tower = _vit(vision, class_token=True, projector=projector)
+    norm = "rms" if vision.text("norm_type", "layer_norm") == "rms_norm" else "layer"
+    return tower.model_copy(update={"final_norm": False, "layer_scale": True, "norm": norm,
+                                    "spatial_merge_size": merge})
+
+
+def clip(vision: Section, top: Section, text_hidden: int) -> Vision:
+    """LLaVA (``llava``, ``llava_next``): CLIP's vision transformer (class token, bias-free patch embedding,
+    ``pre_layrnorm`` and ``post_layernorm``) and a projector Linear (w n x d, bias) + Linear (d x d, bias), n the
+    number of ``vision_feature_layer`` entries (one for LLaVA-1.5: the penultimate layer); LLaVA-NeXT adds its
+    ``image_newline`` (d).
+
+    huggingface/transformers, src/transformers/models/clip/modeling_clip.py (``CLIPVisionEmbeddings``,
+    ``CLIPVisionTransformer``) and src/transformers/models/llava/modeling_llava.py (``LlavaMultiModalProjector``).
+    """
+    width = vision.integer("hidden_size", "hidden")
+    layers = top.raw("vision_feature_layer")
+    width_in = width * (len(top.items("vision_feature_layer", 64) or []) if isinstance(layers, list) else 1)
+    bias = top.flag("multimodal_projector_bias", True)
+    newline = text_hidden if top.text("model_type") == "llava_next" else 0  # LLaVA-NeXT's ``image_newline``
+    projector = (width_in + bias) * text_hidden + (text_hidden + bias) * text_hidden + newline
+    tower = _vit(vision, class_token=True, projector=projector)
+    return tower.model_copy(update={"patch_bias": False, "pre_norm": True, "grid_pinpoints": _pinpoints(top)})
+
+
+def _pinpoints(top: Section) -> tuple[tuple[int, int], ...] | None:
+    """LLaVA-NeXT's ``image_grid_pinpoints``: at most 64 (height, width) pairs of whole pixels."""
+    pairs = top.items("image_grid_pinpoints", 64)
+    if pairs is None:
+        return None
+    if not pairs or not all(isinstance(p, list | tuple) and len(p) == 2 and all(
+            isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= 65536 for v in p) for p in pairs):
+        raise ValueError(f"{top.name('image_grid_pinpoints')} must list [height, width] pairs of 1 to 65536 px")
+    return tuple((p[0], p[1]) for p in pairs)
+
+
+#: Defaults of the text configuration class a wrapper builds from a ``text_config`` that leaves keys out, by its
+#: ``model_type`` (LLaVA-1.5's Vicuna: ``LlamaConfig``, huggingface/transformers,
+#: src/transformers/models/llama/configuration_llama.py). Standalone configs keep ``DEFAULTS`` alone.
+TEXT_DEFAULTS: dict[str, dict[str, int]] = {
+    "llama": {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+              "num_attention_heads": 32, "max_position_embeddings": 2048},
+}
+
+
 #: Multimodal wrappers: text model_type and vision reader.
 WRAPPERS: dict[str, tuple[str, Callable[[Section, Section, int], Vision]]] = {
     "gemma3": ("gemma3_text", siglip),
+    "internvl": ("qwen2", intern_vit),
+    "internvl_chat": ("qwen2", intern_vit),
+    "llava": ("llama", clip),
+    "llava_next": ("llama", clip),
     "llama4": ("llama4_text", llama4_vision),
     "mistral3": ("mistral", pixtral),
     "qwen2_5_vl": ("qwen2", qwen25_vl),

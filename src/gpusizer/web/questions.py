@@ -178,7 +178,7 @@ class _Model(Question):
 FIT_OPTIONS = ("speculative", "draft", "draft_tokens", "acceptance", "eagle_version", "prefix_cache",
                "shared_prefix", "prefix_granularity", "lora", "lora_targets", "max_loras", "max_cpu_loras",
                "offload", "n_cpu_moe", "no_kv_offload", "cpu_offload_gb", "host", "host_bandwidth", "host_memory",
-               "images", "image_size", "video_frames")
+               "images", "image_size", "video_frames", "pan_and_scan")
 
 
 def option_problem(command: str, name: str, value: Any) -> str | None:
