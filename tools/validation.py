@@ -194,6 +194,16 @@ def multi_gpu_decode(found: list[Row], by_link: bool = False) -> dict[str, dict[
     return out
 
 
+def pcie_decode_by_host(found: list[Row]) -> list[tuple[str, str, str, int, int, float, float]]:
+    """Multi-GPU decode rows over PCIe (fitted and held out, in-sample errors) by parallelism and link, GPU,
+    host (``Case.host``) and GPU count: ``(link, gpu, host, gpus, rows, median signed error %, median APE %)``."""
+    groups: dict[tuple[str, str, str, int], list[float]] = defaultdict(list)
+    for r in found:
+        if r.case.metric in ("decode", "decode_aggregate") and r.case.gpus > 1 and "pcie" in _link(r.case):
+            groups[(_link(r.case), r.case.gpu, r.case.host or "not stated", r.case.gpus)].append(r.error)
+    return [(*key, len(v), 100 * float(np.median(v)), ape_stats(v)[1]) for key, v in sorted(groups.items())]
+
+
 def _prefill_class(case: efficiency.Case) -> str:
     """Measurement condition and backend of a prefill row, e.g. ``cold, CUDA`` (``Case.condition``)."""
     backend = "Metal" if catalog.gpu(case.gpu).vendor == "Apple" else "CUDA"
@@ -325,6 +335,15 @@ def report(table: efficiency.Table | None = None, *, plot_name: str | None = "va
         "its collectives cross (`gpusizer.interconnect.link_class`): median APE.",
         "",
         *_multi_table(multi),
+        "",
+        "Over PCIe without peer access the errors split by host, not by GPU count or model: in-sample error of "
+        "every multi-GPU decode row over PCIe (fitted and held out) by the measuring host's CPU (mapping column "
+        "`host`, from the source's run notebooks; a report column, not a model input):",
+        "",
+        "| parallelism and link | GPU | host | GPUs | rows | median error | median APE |",
+        "|---|---|---|---:|---:|---:|---:|",
+        *(f"| {link} | {gpu} | {host} | {n} | {rows_} | {signed:+.1f}% | {ape:.1f}% |"
+          for link, gpu, host, n, rows_, signed, ape in pcie_decode_by_host(found)),
         "",
         "## Single-GPU prefill by measurement condition",
         "",

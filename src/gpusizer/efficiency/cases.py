@@ -48,6 +48,9 @@ class Case:
     host_pcie: int | None = None
     """PCIe generation of the measuring host's root ports where it is below the GPU's own (the link trains to
     the lower of the two: a PCIe 4.0 card in a PCIe 3.0 server runs at 3.0; mapping column ``host_pcie``)."""
+    host: str = ""
+    """The measuring host's CPU and sockets where the source shows it (mapping column ``host``); reported by the
+    validation, not an input of the model."""
     condition: str = ""
     """How the source timed it (measurement column ``condition``): ``cold`` (the first and only timed batch of a
     fresh process), ``warm`` (after a warm-up of the same shape) or empty (not stated). gpusizer predicts warm
@@ -110,7 +113,7 @@ def load_cases(measurements: str | Path | None = None, mapping: str | Path | Non
         ``condition`` column says how each row was timed (``Case.condition``).
     mapping : path, optional
         CSV with ``id, use, model, gpu, engine, weights, kv_cache, split, reason`` and optionally ``host_pcie``
-        (``Case.host_pcie``) (default: the
+        (``Case.host_pcie``) and ``host`` (``Case.host``) (default: the
         bundled ``calibration/mapping.csv``). A row without a mapping is reported as excluded.
 
     Returns
@@ -155,6 +158,7 @@ def load_cases(measurements: str | Path | None = None, mapping: str | Path | Non
                 label=f"{row['gpu']} x{row.get('gpu_count') or '?'}; {row['model']}; "
                 f"{row['weight_precision'] or '?'}; {row['engine'] or '?'}",
                 host_pcie=int(m["host_pcie"]) if m.get("host_pcie") else None,
+                host=m.get("host") or "",
                 condition=_condition(row),
             )
         )
