@@ -11,8 +11,10 @@ measurement, the expected value with the shipped constants (``data/efficiency.to
 leave-one-out prediction (a fit that did not see the row, stored by ``tools/fit_efficiency.py``), the
 datasheet ceiling and the p10-p90 band; then the median and p90 absolute percentage errors by
 metric and regime (in-sample, leave-one-out and leave-one-source-out: a fit that saw no row of the
-row's source), the ceiling violations, the band coverage, and every row that was left out with its
-reason. The "Serving at scale" section (offline and server throughput, p50 TTFT/TPOT under load, from
+row's source), multi-GPU decode by link and by measuring host (``Case.host``), single-GPU prefill by
+measurement condition (``Case.condition``: warm or cold first batch) and backend, the ceiling violations,
+the band coverage, and every row that was left out with its reason. The "Serving at scale" section
+(offline and server throughput, p50 TTFT/TPOT under load, from
 ``data/calibration/serving-measurements.csv``) comes from ``tools/validation_serving.py``. The plot
 needs matplotlib (``pip install gpusizer[plot]``); without it only the markdown is written.
 """
