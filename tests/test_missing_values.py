@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 import warnings
 
 import numpy as np
@@ -277,3 +278,31 @@ def test_every_keyword_of_an_entry_point_is_named_when_refused(entry):
             except (TypeError, ValueError, KeyError) as error:
                 assert keyword in str(error) or keyword.replace("_", " ") in str(error), (keyword, value, error)
             # a value of the right kind after all (None: the default; 10**9 sequences: "does not fit") is fine
+
+
+def _no_constant(name):
+    raise AssertionError(f"JSON holds {name}")  # NaN, Infinity or -Infinity: not JSON, and never an answer
+
+
+@pytest.mark.parametrize("model", ["llama-3.1-8b", "llama-3.1-70b"])
+def test_fit_prefill_decode_and_ttft_are_finite_or_explicitly_missing_on_every_catalogue_gpu(capsys, model):
+    # issue 16: `gpusizer fit` and `--json` over the whole GPU catalogue (a card the model does not fit on still
+    # answers): each headline number is a finite number, or null with the reason next to it
+    for gpu in GPUS:
+        code = main(["fit", model, gpu, "--json"])
+        data = json.loads(capsys.readouterr().out, parse_constant=_no_constant)
+        assert code in (0, 1), gpu
+        prefill, decode = data["prefill"], data["decode"]
+        for value in (decode["expected_tokens_per_second"], decode["ceiling_tokens_per_second"],
+                      decode["tpot_seconds_expected"], prefill["tokens_per_second_ceiling"],
+                      prefill["ttft_seconds_ceiling"]):
+            assert isinstance(value, float) and math.isfinite(value) and value > 0, (gpu, value)
+        missing = [prefill[k] is None for k in ("tokens_per_second_expected", "ttft_seconds_expected")]
+        assert missing in ([False, False], [True, True]), gpu
+        assert (prefill["unknown"] is not None) == missing[0], gpu
+        if not missing[0]:
+            assert math.isfinite(prefill["tokens_per_second_expected"]), gpu
+            assert math.isfinite(prefill["ttft_seconds_expected"]), gpu
+        main(["fit", model, gpu])
+        text = capsys.readouterr().out.lower()
+        assert not re.search(r"\bnan\b|\binf\b", text), gpu

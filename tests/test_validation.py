@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -144,3 +145,36 @@ def test_overlap_profile_pins_the_serving_engines_and_restores_the_bounds():
         low, high, _ = efficiency.BOUNDS["overlap"]
         assert math.isclose(low, 0.05 * 0.999) and high == 1.0
     assert efficiency.BOUNDS["overlap"] == before
+
+
+def test_measurement_condition_is_read_and_checked(tmp_path):
+    from gpusizer import efficiency
+
+    cases = {c.id: c for c in efficiency.load_cases(ROOT / "data/calibration/holdout.csv",
+                                                  ROOT / "data/calibration/mapping.csv")}
+    # XiongjieDai's December 2023 tables: ./main, one cold run per process (18 CUDA + 6 Metal rows)
+    assert sorted(i for i, c in cases.items() if c.condition == "cold") == [f"h{n}" for n in range(421, 445)]
+    assert cases["h447"].condition == "warm"  # llama-bench pp512, ggml-org/llama.cpp PR #4766
+    assert cases["hr01"].condition == ""  # decode rows of the same tables: not stated
+    header = ("id,gpu,gpu_count,model,weight_precision,engine,input_len,output_len,concurrency_or_batch,metric,"
+              "value,unit")
+    bad = tmp_path / "m.csv"
+    bad.write_text(f"{header},condition\nx1,RTX 4090,1,m,F16,llama.cpp,512,0,1,prefill_tok_s,1,tok/s,lukewarm\n")
+    with pytest.raises(ValueError, match="condition of measurement 'x1'"):
+        efficiency.load_cases(bad, ROOT / "data/calibration/mapping.csv")
+
+
+def test_prefill_classes_partition_the_single_gpu_prefill_rows():
+    validation = _validation()
+    found, _ = validation.rows()
+    stats = validation.prefill_by_condition(found)
+    single = [r for r in found if r.case.metric == "prefill" and r.case.gpus == 1]
+    for use in ("fit", "holdout"):
+        n = sum(1 for r in single if r.case.use == use)
+        assert stats["warm or not stated"][use][0] + stats["cold"][use][0] == stats["all"][use][0] == n
+    assert stats["cold"]["holdout"][0] == 24 and stats["cold, CUDA"]["holdout"][0] == 18
+    assert stats["cold"]["fit"][0] == 0  # the fit never sees a cold row
+    # the issue-16 target (15 %), judged on the warm class the model predicts: leave-one-out and held out
+    assert stats["warm or not stated"]["loo"][1] <= 15.0
+    assert stats["warm or not stated"]["loso"][1] <= 15.0
+    assert stats["warm or not stated"]["holdout"][1] <= 15.0  # 8.3 % over 12 rows (2026-12-05)

@@ -48,6 +48,13 @@ class Case:
     host_pcie: int | None = None
     """PCIe generation of the measuring host's root ports where it is below the GPU's own (the link trains to
     the lower of the two: a PCIe 4.0 card in a PCIe 3.0 server runs at 3.0; mapping column ``host_pcie``)."""
+    host: str = ""
+    """The measuring host's CPU and sockets where the source shows it (mapping column ``host``); reported by the
+    validation, not an input of the model."""
+    condition: str = ""
+    """How the source timed it (measurement column ``condition``): ``cold`` (the first and only timed batch of a
+    fresh process), ``warm`` (after a warm-up of the same shape) or empty (not stated). gpusizer predicts warm
+    throughput; the validation report keeps cold rows as their own class."""
 
     @property
     def regime(self) -> str:
@@ -76,6 +83,17 @@ def _number(text: str, default: int = 0) -> int:
     return int(float(text)) if text else default
 
 
+CONDITIONS = ("", "warm", "cold")
+"""Values of the measurement column ``condition`` (``Case.condition``)."""
+
+
+def _condition(row: dict[str, str]) -> str:
+    value = (row.get("condition") or "").strip()
+    if value not in CONDITIONS:
+        raise ValueError(f"condition of measurement {row['id']!r} must be one of {CONDITIONS}; got {value!r}")
+    return value
+
+
 def _value(metric: str, value: str, unit: str, gpus: int) -> float:
     number = float(value)
     if metric.startswith("ttft_ms"):
@@ -91,16 +109,22 @@ def load_cases(measurements: str | Path | None = None, mapping: str | Path | Non
     Parameters
     ----------
     measurements : path, optional
-        CSV in the calibration format (default: the bundled ``calibration/measurements.csv``).
+        CSV in the calibration format (default: the bundled ``calibration/measurements.csv``); an optional
+        ``condition`` column says how each row was timed (``Case.condition``).
     mapping : path, optional
         CSV with ``id, use, model, gpu, engine, weights, kv_cache, split, reason`` and optionally ``host_pcie``
-        (``Case.host_pcie``) (default: the
+        (``Case.host_pcie``) and ``host`` (``Case.host``) (default: the
         bundled ``calibration/mapping.csv``). A row without a mapping is reported as excluded.
 
     Returns
     -------
     list of Case
         In file order; excluded rows carry their reason.
+
+    Raises
+    ------
+    ValueError
+        A ``condition`` other than ``warm``, ``cold`` or empty, naming the row.
     """
     rows = _csv(measurements, "calibration/measurements.csv")
     maps = {m["id"]: m for m in _csv(mapping, "calibration/mapping.csv")}
@@ -134,6 +158,8 @@ def load_cases(measurements: str | Path | None = None, mapping: str | Path | Non
                 label=f"{row['gpu']} x{row.get('gpu_count') or '?'}; {row['model']}; "
                 f"{row['weight_precision'] or '?'}; {row['engine'] or '?'}",
                 host_pcie=int(m["host_pcie"]) if m.get("host_pcie") else None,
+                host=m.get("host") or "",
+                condition=_condition(row),
             )
         )
     return cases
