@@ -91,6 +91,49 @@ def test_trtllm_profile_requests_by_hand():
     assert engine_defaults.trtllm_profile_requests(2048, 1) == 2048  # one-token prompts
 
 
+def test_tensorrt_engine_activation_reproduces_the_logged_device_memory():
+    # TensorRT-LLM#1716 (0.11.0.dev2024052800, benchmarks/python llama_7b, fp16): max_num_tokens = 128 x 1,024
+    # = 131,072; "Allocated 10304.00 MiB for execution context memory". Per token 2 x 4,096 + 3 x 11,008 =
+    # 41,216 elements x 2 B = 82,432 B; x 131,072 / 2^20 = 10,304
+    assert engine_defaults.tensorrt_engine_activation_bytes(131072, 4096, 11008, 2.0) / MiB == 10304.0
+    # TensorRT-LLM#224 (0.5 build.py defaults): 25 x 2,048 = 51,200 tokens x 82,432 B = 4,220,518,400 B
+    assert engine_defaults.tensorrt_engine_activation_bytes(25 * 2048, 4096, 11008, 2.0) == 4_220_518_400
+
+
+def test_tensorrt_engine_activation_splits_only_the_ffn():
+    # Llama-2-70B shape at TP4, 8,192 tokens: 8,192 x (2 x 8,192 + 3 x 28,672 / 4) x 2 B = 8,192 x 37,888 x 2
+    assert engine_defaults.tensorrt_engine_activation_bytes(8192, 8192, 28672, 2.0, 4) == 8192 * 37888 * 2
+
+
+@given(tokens=st.integers(1, 2**20), hidden=st.integers(1, 2**15), ffn=st.integers(1, 2**17),
+       tp=st.sampled_from([1, 2, 4, 8]))
+def test_tensorrt_engine_holds_less_than_a_pytorch_forward_pass(tokens, hidden, ffn, tp):
+    # TensorRT's planner keeps one residual-width buffer fewer than vLLM's profiling pass, and both are
+    # linear in the token count
+    engine = engine_defaults.tensorrt_engine_activation_bytes(tokens, hidden, ffn, 2.0, tp)
+    torch = gpusizer.memory.vllm_forward_activation_bytes(tokens, hidden, ffn, 2.0, tp)
+    assert torch - engine == pytest.approx(tokens * hidden * 2.0)
+    assert engine_defaults.tensorrt_engine_activation_bytes(2 * tokens, hidden, ffn, 2.0, tp) == pytest.approx(
+        2 * engine)
+
+
+def test_estimate_with_a_tensorrt_engine_reproduces_issue_224():
+    # TensorRT-LLM#224: Llama-2-7B fp16 on an A10 (24e9 B), 0.95 of the memory free after the engine loads,
+    # 10,718 tokens logged. By hand: weights 6,738,415,616 x 2 B; engine device memory 4,220,518,400 B
+    # (above); C++ runtime 0.4 GiB; pool = 0.95 x (24e9 - 13,476,831,232 - 4,220,518,400 - 0.4 x 2^30)
+    # = 5,579,495,956 B; at 524,288 B a token (32 x 2 x 32 x 128 x 2 B): 10,642 tokens, 0.7 % under the log
+    profile = engines.engine("trtllm").model_copy(update={
+        "activation": "tensorrt", "runtime_bytes": 0.4 * 2**30, "cuda_graph_bytes": 0.0, "memory_fraction": 0.95,
+        "batched_tokens": 25 * 2048, "max_sequences": 25})
+    engines.EngineProfile.model_validate(profile.model_dump())
+    r = gpusizer.estimate("llama-2-7b", "a10", engine=profile, context=6144, weights="fp16", kv_cache="fp16")
+    assert r.memory.activation_bytes == 4_220_518_400
+    pool = 0.95 * (24e9 - 6_738_415_616 * 2 - 4_220_518_400 - 0.4 * 2**30)
+    assert r.kv_pool_bytes == pytest.approx(pool)
+    assert r.kv_pool_tokens == int(pool // 524288) == 10642
+    assert abs(r.kv_pool_tokens - 10718) / 10718 < 0.01
+
+
 def test_llama_cpp_compute_buffer_by_hand():
     # ollama#16416, gpt-oss-120b at -ub 1024: "796" MiB; 4 x 1024 x (201,088 + 2,880) B = 796.75 MiB
     assert engine_defaults.llama_cpp_compute_buffer_bytes(1024, 2880, 11520, 201088) == 4 * 1024 * 203968

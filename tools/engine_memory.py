@@ -97,8 +97,12 @@ _SORT_SAMPLER = {"sampler_bytes_per_logit": 38.0}
 _SGLANG_V04 = {"fraction_rule": "sglang_v04"}
 """SGLang 0.3-0.4: the default ``mem_fraction_static`` by tensor parallelism (0.88 at TP1;
 ``engine_defaults.sglang_v04_mem_fraction_static``)."""
-_TRT_CPP = {"cuda_graph_bytes": 0.0}
-"""TensorRT-LLM's C++ runtime of 2023-2024 (0.5-0.8) captures no CUDA graphs by default."""
+_TRT_CPP = {"cuda_graph_bytes": 0.0, "activation": "tensorrt", "runtime_bytes": 0.4 * GiB}
+"""TensorRT-LLM's C++ runtime of 2023-2024 (0.5-0.8): a TensorRT engine, whose device memory TensorRT planned
+for ``batched_tokens`` (the build's ``max_num_tokens``; ``engine_defaults.tensorrt_engine_activation_bytes``),
+no CUDA graphs by default, and no PyTorch in the process: its non-engine memory is a bare CUDA context and
+cuBLAS, 0.4 GiB as for llama.cpp (TensorRT-LLM issue #1071 logs 1,843 MiB in use after a 1,516 MiB engine and
+cuBLAS init: 0.32 GiB; ggml-org/llama.cpp PR #23604: a bare CUDA context takes 107-555 MiB by GPU)."""
 _TRITON_MXFP4 = {"mxfp4_hidden_multiple": 256, "mxfp4_intermediate_multiple": 64}
 """vLLM's Triton MXFP4 MoE backend (0.14): the intermediate width per rank padded to 64
 (``vllm/model_executor/layers/quantization/mxfp4.py`` ``Mxfp4MoEMethod.create_weights``) and the hidden

@@ -9,6 +9,9 @@ r"""Engine defaults chosen at startup from the GPU and the layout, as each engin
 * TensorRT-LLM's PyTorch backend sizes the KV pool after a profiling forward pass over dummy requests
   (``trtllm_profile_requests``); the pool is ``free_gpu_memory_fraction`` of what that pass leaves free
   (``engines.KV_POOL_RULES["share_of_free"]``).
+* TensorRT-LLM's C++ runtime (TensorRT engines) allocates the engine's device memory, sized by TensorRT's
+  builder for the engine's largest token count, before it sizes the KV pool
+  (``tensorrt_engine_activation_bytes``).
 
 Deliberate omissions: SGLang's extra reserves for DP attention, speculative decoding, DeepEP all-to-all,
 XPU scratch and multimodal models, and its post-capture KV sizing; TensorRT-LLM's beam width and
@@ -28,7 +31,8 @@ from gpusizer.numeric import ceil, maximum, minimum, number, where
 __all__ = [
     "FRACTION_RULES", "llama_cpp_compute_buffer_bytes", "memory_fraction", "sglang_chunked_prefill_size",
     "sglang_cuda_graph_max_bs", "sglang_mem_fraction_static", "sglang_prefill_graph_sizes",
-    "sglang_reserved_memory_bytes", "sglang_v04_mem_fraction_static", "trtllm_profile_requests",
+    "sglang_reserved_memory_bytes", "sglang_v04_mem_fraction_static", "tensorrt_engine_activation_bytes",
+    "trtllm_profile_requests",
 ]
 
 MiB = 2.0**20
@@ -248,6 +252,66 @@ def trtllm_profile_requests(max_num_tokens: Any, max_seq_len: Any) -> Any:
     tokens = number(max_num_tokens)
     prompt = minimum(tokens, maximum(number(max_seq_len) - 1, 1))
     return scalar_or_array(ceil(tokens / prompt))
+
+
+def tensorrt_engine_activation_bytes(
+    max_num_tokens: Any, hidden: Any, ffn_width: Any, bytes_per_element: Any, tensor_parallel: Any = 1
+) -> Any:
+    r"""Device memory of a TensorRT-LLM engine (its activations), as the C++ runtime allocates it at load.
+
+    Parameters
+    ----------
+    max_num_tokens : array_like
+        Largest token count of the engine's optimisation profile: the build's ``max_num_tokens``, or
+        ``max_batch_size x max_input_len`` where the build does not set it (TensorRT-LLM 0.5-0.7). [token]
+    hidden, ffn_width : array_like
+        Model width :math:`d` and the widest FFN intermediate a token produces :math:`d_{ff}`. [-]
+    bytes_per_element : array_like
+        Activation dtype size. [B]
+    tensor_parallel : array_like, optional
+        The FFN intermediate is split across ranks. [-]
+
+    Returns
+    -------
+    numeric
+        .. math:: T\,(2 d + 3 d_{ff}/t)\,b_a
+
+        TensorRT plans one buffer for the engine's tensors at their largest shapes, reusing memory
+        between tensors whose lifetimes do not overlap: one decoder layer's live set, the MLP's gate,
+        up and gated products beside two residual-width tensors. Unlike a PyTorch profiling pass there
+        is no sampler term (logits are I/O tensors the runtime allocates itself) and no third
+        residual-width buffer. [B]
+
+    Notes
+    -----
+    TensorRT-LLM issue #1716 (0.11.0.dev2024052800, ``benchmarks/python`` llama_7b: :math:`d` = 4,096,
+    :math:`d_{ff}` = 11,008, fp16, ``max_batch_size`` 128 x ``max_input_len`` 1,024 = 131,072 tokens)
+    logs "Allocated 10304.00 MiB for execution context memory"; this gives 131,072 x 41,216 x 2 B =
+    10,304.00 MiB. The per-token factor is read from that log (TensorRT's planner is closed source): it
+    is the only split of 41,216 elements into whole residual and FFN widths, and it is checked, not
+    fitted, on TensorRT-LLM issue #224 (0.5, 51,200 tokens, KV tokens within 3 %).
+
+    References
+    ----------
+    NVIDIA/TensorRT-LLM, commit 0165bd7ac275, ``cpp/tensorrt_llm/runtime/tllmRuntime.cpp``, ``TllmRuntime``
+    constructor: ``mEngine->getDeviceMemorySizeV2()`` bytes allocated once when the engine loads ("[MemUsageChange]
+    Allocated %.2f MiB for execution context memory") and shared by every execution context
+    (``createExecutionContextWithoutDeviceMemory``); the 2023 file (0.5) does the same with
+    ``getDeviceMemorySize()``, and its ``gptSession.cpp`` ``GptSession::setup`` creates the contexts before
+    ``createKvCacheManager`` sizes the pool from the free memory (``KVCacheManager::getMaxNumTokens``, "Using %d
+    tokens in paged KV cache");
+    commit 5a211b915ae9, ``docs/source/reference/memory.md``: the activation size is about the max number of
+    input tokens times a constant factor, the max number of input tokens being ``max_num_tokens`` or
+    ``max_batch_size * max_input_len``; commit 05316d331336, ``benchmarks/python/build.py``:
+    ``max_num_tokens = max_batch_size * max(max_input_len, max_beam_width)``.
+
+    Examples
+    --------
+    >>> tensorrt_engine_activation_bytes(128 * 1024, 4096, 11008, 2.0) / 2**20  # TensorRT-LLM issue #1716
+    10304.0
+    """
+    per_token = 2 * number(hidden) + 3 * number(ffn_width) / number(tensor_parallel)
+    return scalar_or_array(number(max_num_tokens) * per_token * number(bytes_per_element))
 
 
 def llama_cpp_compute_buffer_bytes(ubatch: Any, hidden: Any, ffn_width: Any, vocab: Any) -> Any:

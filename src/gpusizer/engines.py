@@ -13,7 +13,9 @@ memory fraction in force one chosen from ``engine_defaults.FRACTION_RULES``.
   default follows the GPU memory and the tensor parallelism (``engine_defaults.sglang_mem_fraction_static``;
   ``fraction_rule="sglang_v04"`` for sglang 0.3-0.4's table).
 * ``trtllm``: the KV pool is ``free_gpu_memory_fraction`` (0.9) of the memory still free after weights,
-  the profiling pass's activations and runtime (``share_of_free_pool_bytes``).
+  the profiling pass's activations and runtime (``share_of_free_pool_bytes``). The PyTorch backend (the
+  default from 1.0) profiles a forward pass; a TensorRT engine under the C++ runtime (0.5-0.x) holds the
+  device memory TensorRT planned for it instead: a profile copy with ``activation="tensorrt"``.
 * ``llama.cpp``: no fraction: the KV cache of ``context x parallel slots`` plus a compute buffer
   must fit in the device memory (on Apple unified memory, Metal's default working-set limit).
 
@@ -55,9 +57,11 @@ class EngineProfile(Record):
     cuda_graph_bytes: float
     """Captured CUDA graphs, counted in the budget (vLLM from v0.21; 0 for engines that capture them
     outside it). [B]"""
-    activation: Literal["vllm", "trtllm", "llama.cpp"]
-    """Which activation-peak formula of ``memory`` applies (``trtllm``: vLLM's forward pass with the sampler
-    of ``engine_defaults.trtllm_profile_requests``)."""
+    activation: Literal["vllm", "trtllm", "tensorrt", "llama.cpp"]
+    """Which activation-peak formula applies (``trtllm``: TensorRT-LLM's PyTorch backend, vLLM's forward pass
+    with the sampler of ``engine_defaults.trtllm_profile_requests``; ``tensorrt``: a TensorRT engine under
+    TensorRT-LLM's C++ runtime, ``engine_defaults.tensorrt_engine_activation_bytes`` of ``batched_tokens``,
+    the build's ``max_num_tokens``)."""
     batched_tokens: int
     """Tokens of the largest forward pass (``max_num_batched_tokens``, llama.cpp ``-ub``). [token]"""
     max_sequences: int

@@ -410,9 +410,8 @@ def engine_capacity(device: catalog.GPU, profile: engines.EngineProfile) -> floa
     return engines.device_capacity(device.capacity, unified, profile)
 
 
-#: Activation peak of an engine's largest forward pass, by ``EngineProfile.activation``: ``(model numbers,
-#: profile, tensor parallelism, context) -> bytes``. TensorRT-LLM's profiling pass samples one token for each
-#: of its dummy prompts (``engine_defaults.trtllm_profile_requests``), not ``max_sequences``. [B]
+#: Activation peak of an engine's largest forward pass, by ``EngineProfile.activation``: ``(model numbers, profile,
+#: tensor parallelism, context) -> bytes``; TensorRT-LLM's PyTorch pass samples ``trtllm_profile_requests`` prompts. [B]
 _ACTIVATION: dict[str, Callable[[unpack.ModelNumbers, Any, Any, Any], Any]] = {
     "vllm": lambda f, e, count, ctx: memory.vllm_activation_bytes(
         e.batched_tokens, f.hidden, f.ffn_width, f.vocab, e.max_sequences, f.act_bpe, count,
@@ -420,8 +419,9 @@ _ACTIVATION: dict[str, Callable[[unpack.ModelNumbers, Any, Any, Any], Any]] = {
     ),
     "trtllm": lambda f, e, count, ctx: memory.vllm_activation_bytes(
         e.batched_tokens, f.hidden, f.ffn_width, f.vocab,
-        engine_defaults.trtllm_profile_requests(e.batched_tokens, ctx), f.act_bpe, count, e.sampler_bytes_per_logit,
-    ),
+        engine_defaults.trtllm_profile_requests(e.batched_tokens, ctx), f.act_bpe, count, e.sampler_bytes_per_logit),
+    "tensorrt": lambda f, e, count, ctx: engine_defaults.tensorrt_engine_activation_bytes(
+        e.batched_tokens, f.hidden, f.ffn_width, f.act_bpe, count),
     "llama.cpp": lambda f, e, count, ctx: engine_defaults.llama_cpp_compute_buffer_bytes(
         minimum(e.batched_tokens, number(ctx) * e.max_sequences), f.hidden, f.ffn_width, f.vocab
     ),
