@@ -117,7 +117,7 @@ def price_section() -> list[str]:
         "another currency (a China-market card priced in CNY) shows its figures in that currency and has no "
         "US-dollar price, so every cost answer treats it as unpriced.",
         "",
-        markdown_table(rows, PRICE_COLUMNS),
+        markdown_table(rows, [c for c in PRICE_COLUMNS if c.key != "other" or any(r["other"] for r in rows)]),
         "",
         f"{len(missing)} accelerators have no public, dated rental price in the table "
         "(`gpusizer.cost.unpriced()`); pass one with `--price GPU=USD`: "
