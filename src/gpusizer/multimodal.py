@@ -22,6 +22,8 @@ that the KV cache, the maximum concurrency, the prefill and the time to first to
   token a row, the base image's 576 tokens); 1024x768 on the v1.6 pinpoints: 2340 tokens.
 * LLaVA-1.5: a fixed ``(336/14)^2`` = 576 tokens per image (the CLIP patches of the image resized to 336 px; the
   ``default`` feature strategy drops the class token, which the encoder still sees: 577 patches).
+* Kimi K2.5: ``images.kimi_tokens`` (native resolution within 16384 patches and 512 a side, padded to whole 2x2
+  merges, one token each: 1024x768 is 1036 tokens).
 
 Families without a published rule here raise ``ValueError`` rather than guess.
 
@@ -44,6 +46,7 @@ References
    patch_size) + num_additional_image_tokens``, less one for the ``default`` strategy, on the 336 px crop.
 .. [6] huggingface/transformers, src/transformers/models/llava_next/processing_llava_next.py (commit
    81bb907ccf3494b5409b0b745bb10c8a617050b7), ``_get_number_of_features``.
+.. [7] Moonshot AI, Kimi-K2.5 media_utils.py, ``navit_resize_image`` (``images.kimi_tokens``' reference).
 """
 
 from __future__ import annotations
@@ -86,7 +89,7 @@ class ImageLoad:
 
     rule: str
     """The token rule applied (``"gemma3"``, ``"qwen"``, ``"pixtral"``, ``"llama4"``, ``"internvl"``, ``"llava"``,
-    ``"llava_next"``)."""
+    ``"llava_next"``, ``"kimi"``)."""
     count: int
     image_tokens_per_request: float
     """LLM tokens all the images of one request become (added to ``context`` and the prompt). [token]"""
@@ -140,6 +143,10 @@ def _llama4(vision: catalog.Vision, shown: Images) -> tuple[Any, Any]:
                                 merge=vision.spatial_merge_size)
 
 
+def _kimi(vision: catalog.Vision, shown: Images) -> tuple[Any, Any]:
+    return images.kimi_tokens(shown.height, shown.width, patch=vision.patch_size, merge=vision.spatial_merge_size)
+
+
 def _pixtral(vision: catalog.Vision, shown: Images) -> tuple[Any, Any]:
     return images.pixtral_tokens(shown.height, shown.width, patch=vision.patch_size,
                                  merge=vision.spatial_merge_size, longest_edge=vision.image_size)
@@ -148,7 +155,7 @@ def _pixtral(vision: catalog.Vision, shown: Images) -> tuple[Any, Any]:
 #: Each rule's tokens and patches of one image (or video): the published rules above.
 _RULES: dict[str, Callable[[catalog.Vision, Images], tuple[Any, Any]]] = {
     "gemma3": _gemma3, "qwen": _qwen, "pixtral": _pixtral, "llama4": _llama4, "internvl": _internvl,
-    "llava": _llava, "llava_next": _llava_next,
+    "llava": _llava, "llava_next": _llava_next, "kimi": _kimi,
 }
 
 #: The rule of a ``Model.family`` by its prefix (lower case, no spaces, dashes or underscores); the first match
@@ -157,7 +164,7 @@ _FAMILIES: tuple[tuple[str, str | None], ...] = (
     ("gemma3", "gemma3"), ("qwen2vl", "qwen"), ("qwen2.5vl", "qwen"), ("qwen25vl", "qwen"), ("qwen3vl", "qwen"),
     ("mistral3", "pixtral"), ("pixtral", "pixtral"), ("mistralsmall3", "pixtral"), ("llama4", "llama4"),
     ("internvl", "internvl"), ("llavanext", "llava_next"), ("llava1.6", "llava_next"), ("llavaonevision", None),
-    ("llava", "llava"),
+    ("llava", "llava"), ("kimik2", "kimi"),
 )
 
 

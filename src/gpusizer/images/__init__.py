@@ -1,7 +1,7 @@
 r"""Images and video frames as LLM tokens, and the vision-encoder work they cost.
 
 Pure functions of numbers that broadcast like numpy ufuncs, one module per rule family (``qwen``, ``pixtral``,
-``llama4``, ``internvl``, ``llava``, ``gemma``) and the encoder's work (``encoder``); every public name is
+``llama4``, ``internvl``, ``llava``, ``gemma``, ``kimi``) and the encoder's work (``encoder``); every public name is
 importable from ``gpusizer.images``. A vision-language model turns an image
 into placeholder tokens of its LLM's sequence, which occupy the KV cache and the prefill like text
 tokens; the vision encoder (a ViT) first runs over the image's patches. Each model family publishes
@@ -29,6 +29,8 @@ its own rule for the token count:
 * InternVL: the image is split into ``cols x rows`` tiles of 448 px (``min_tiles <= cols * rows <=
   max_tiles``) whose aspect ratio is closest to the image's, plus a thumbnail tile when there is more than
   one; 256 tokens a tile (``internvl_tiles``, ``internvl_tokens``).
+* Kimi K2.5 (MoonViT): the image scaled down (never up) to at most ``in_patch_limit`` patches of 14 px and
+  ``patch_limit_on_one_side`` a side, padded to whole 2x2 merges, one token a merge (``kimi_tokens``).
 
 The delimiters Qwen (``<|vision_start|>``, ``<|vision_end|>``) and Gemma 3 (``<start_of_image>``,
 ``<end_of_image>``) add around each image are not counted (2 tokens an image).
@@ -63,12 +65,14 @@ from __future__ import annotations
 from gpusizer.images.encoder import encoder_flops
 from gpusizer.images.gemma import gemma3_crops
 from gpusizer.images.internvl import internvl_tiles, internvl_tokens
+from gpusizer.images.kimi import kimi_tokens
 from gpusizer.images.llama4 import llama4_tiles, llama4_tokens
 from gpusizer.images.llava import LLAVA_NEXT_PINPOINTS, llava_next_resolution, llava_next_tokens
 from gpusizer.images.pixtral import pixtral_tokens
 from gpusizer.images.qwen import qwen_resized, qwen_tokens
 
 __all__ = [
-    "LLAVA_NEXT_PINPOINTS", "encoder_flops", "gemma3_crops", "internvl_tiles", "internvl_tokens", "llama4_tiles",
-    "llama4_tokens", "llava_next_resolution", "llava_next_tokens", "pixtral_tokens", "qwen_resized", "qwen_tokens",
+    "LLAVA_NEXT_PINPOINTS", "encoder_flops", "gemma3_crops", "internvl_tiles", "internvl_tokens", "kimi_tokens",
+    "llama4_tiles", "llama4_tokens", "llava_next_resolution", "llava_next_tokens", "pixtral_tokens", "qwen_resized",
+    "qwen_tokens",
 ]
