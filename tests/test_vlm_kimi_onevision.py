@@ -83,7 +83,95 @@ def test_kimi_image_rule_through_estimate() -> None:
     # 1024x768: 3942 patches < 16384, kept; padded to 1036 x 784 px: 37 x 28 = 1036 tokens of 4 patches
     model = catalog.model("kimi-k2.5")
     assert image_tokens(model, Images(count=2)) == ("kimi", 2072.0, 8288.0)
-    with pytest.raises(ValueError, match="video is modelled for Qwen-VL and InternVL only"):
+    with pytest.raises(ValueError, match="video is modelled for Qwen-VL, InternVL and LLaVA-OneVision only"):
         image_tokens(model, Images(frames=8))
     with pytest.raises(ValueError, match="kimi-k2 has no vision tower"):
         image_tokens(catalog.model("kimi-k2"), Images())
+
+
+def _onevision_05b(**top: object) -> dict[str, object]:
+    """llava-hf/llava-onevision-qwen2-0.5b-ov-hf as transformers' convert_llava_onevision_weights_to_hf.py (commit
+    d058e0f7) builds it: SigLIP so400m at 384 px with 26 layers and no head, Qwen2-0.5B-Instruct's text config with
+    the vocabulary resized to 151,938 padded to a multiple of 64 (152,000), embeddings tied. Not the published
+    config.json (none was found verbatim), so nothing here is compared with a published total."""
+    return {
+        "model_type": "llava_onevision", "vision_feature_layer": -1, "vision_feature_select_strategy": "full",
+        "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 1152, "image_size": 384,
+                          "intermediate_size": 4304, "num_attention_heads": 16, "num_hidden_layers": 26,
+                          "patch_size": 14, "vision_use_head": False},
+        "text_config": {"model_type": "qwen2", "hidden_size": 896, "intermediate_size": 4864, "num_hidden_layers": 24,
+                        "num_attention_heads": 14, "num_key_value_heads": 2, "vocab_size": 152000,
+                        "max_position_embeddings": 32768, "tie_word_embeddings": True, "torch_dtype": "bfloat16"},
+        **top,
+    }
+
+
+def test_llava_onevision_importer_counts_siglip_projector_and_newline_by_hand() -> None:
+    # SigLIP (modeling_siglip.py): Conv2d 3*14*14*1152 + 1152 = 678,528; positions (384 // 14)^2 = 729 x 1152 =
+    # 839,808; a layer 15,239,504 (as MoonViT's: 2 LayerNorms, q/k/v/o with biases, fc1/fc2 with biases); 26 layers
+    # 396,227,104; post_layernorm 2304: 397,747,744. Projector 1152*896 + 896 + 896*896 + 896 = 1,836,800 and the
+    # image_newline 896. Qwen2-0.5B at vocab 152,000, tied: 136,192,000 + 24 x 14,912,384 + 896 = 494,090,112.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = from_hf_config(_onevision_05b())
+    vision = model.vision
+    assert vision is not None and vision.class_token is False and vision.grid_pinpoints is None
+    assert vision.projector_params == 1_836_800 + 896
+    assert architecture.vit_params(vision) == 397_747_744 + 1_837_696
+    c = architecture.parameter_counts(model)
+    assert c.main == 494_090_112 and c.main + c.vision == 893_675_552
+    # SiglipVisionConfig's default vision_use_head=True adds the pooling head: probe 1152 + attention (in_proj
+    # 3*1152^2 + 3456, out_proj 1152^2 + 1152) 5,313,024 + LayerNorm 2304 + MLP 4,962,512 + 4,959,360 = 15,238,352
+    config = _onevision_05b()
+    del config["vision_config"]["vision_use_head"]  # type: ignore[attr-defined]
+    headed = from_hf_config(config).vision
+    assert headed is not None and headed.projector_params - vision.projector_params == 15_238_352
+
+
+def _features(orig_h: int, orig_w: int, pinpoints: tuple[tuple[int, int], ...]) -> int:
+    """transformers' LlavaOnevisionProcessor._get_number_of_features (commit d2759a76), transcribed as written, with
+    select_best_resolution (image_processing_utils.py) for 384 px tiles and 729 image tokens."""
+    best, best_e, best_waste = (0, 0), 0, math.inf
+    for h, w in pinpoints:
+        scale = min(w / orig_w, h / orig_h)
+        effective = min(int(orig_w * scale) * int(orig_h * scale), orig_w * orig_h)
+        waste = h * w - effective
+        if effective > best_e or (effective == best_e and waste < best_waste):
+            best, best_e, best_waste = (h, w), effective, waste
+    ch, cw = 27 * (best[0] // 384), 27 * (best[1] // 384)
+    if orig_w / orig_h > cw / ch:
+        ch -= (ch - int(orig_h * (cw / orig_w))) // 2 * 2
+    else:
+        cw -= (cw - int(orig_w * (ch / orig_h))) // 2 * 2
+    unpadded, newline = ch * cw, ch
+    ratio = math.sqrt(ch * cw / (9 * 27**2))
+    if ratio > 1.1:
+        unpadded, newline = int(ch // ratio) * int(cw // ratio), int(ch // ratio)
+    return unpadded + newline + 729
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(16, 5000), st.integers(16, 5000))
+def test_llava_onevision_tokens_reproduce_the_processor(height: int, width: int) -> None:
+    tokens, patches = images.llava_onevision_tokens(height, width)
+    assert tokens == _features(height, width, images.LLAVA_ONEVISION_PINPOINTS)
+    assert patches % 729 == 0 and 2 * 729 <= patches <= 37 * 729  # the base image and 1 to 36 tiles
+
+
+def test_llava_onevision_rule_through_estimate() -> None:
+    model = from_hf_config(_onevision_05b()).model_copy(update={"id": "llava-ov-0.5b"})
+    # 1024x768 on the 36 default pinpoints: 768x1152, 2x3 tiles: 54 x 73 unpadded + 54 + 729 = 4725; 7 x 729 patches
+    assert image_tokens(model, Images()) == ("llava_onevision", 4725.0, 5103.0)
+    # 8 frames: 8 x 14^2 + 1 = 1569 tokens (processing_llava_onevision.py), 8 x 729 patches
+    assert image_tokens(model, Images(frames=8)) == ("llava_onevision", 1569.0, 5832.0)
+    e = estimate(model, "h100-sxm", context=8192, images=Images())
+    assert e.images is not None and e.context == 8192 + 4725
+    v = model.vision
+    assert v is not None
+    assert e.images.encoder_flops == pytest.approx(7 * images.encoder_flops(729, 1152, 4304, 26))  # tile by tile
+
+
+def test_llava_onevision_shrink_floors_as_python_floor_division() -> None:
+    # 582x1921: canvas 768x2304 (2x6 tiles), 54 x 162 features, 50 x 162 unpadded; q = sqrt(8100/6561) = 10/9 in
+    # float is a hair above, so the processor's 50 // q is 44 (not 45) and 162 // q is 145: 44*145 + 44 + 729 = 7153
+    assert images.llava_onevision_tokens(582, 1921) == (7153.0, 13 * 729.0)

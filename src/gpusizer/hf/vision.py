@@ -1,5 +1,5 @@
 """Vision towers of multimodal wrappers (Gemma 3 SigLIP, Llama 4, Mistral 3 Pixtral, Qwen2.5-VL, Qwen3-VL,
-InternVL's InternViT, LLaVA's CLIP, Kimi K2.5's MoonViT) as ``Vision`` records.
+InternVL's InternViT, LLaVA's CLIP, LLaVA-OneVision's SigLIP, Kimi K2.5's MoonViT) as ``Vision`` records.
 
 ``WRAPPERS`` maps a wrapper ``model_type`` to its text ``model_type`` and its vision reader; the
 projector parameter counts are given in each reader's docstring and in ``gpusizer.hf``.
@@ -14,8 +14,8 @@ from collections.abc import Callable
 from gpusizer.catalog import Vision
 from gpusizer.hf.section import Section, show
 
-__all__ = ["TEXT_DEFAULTS", "WRAPPERS", "clip", "intern_vit", "llama4_vision", "moonvit", "pixtral", "qwen3_vl",
-           "qwen25_vl", "siglip"]
+__all__ = ["TEXT_DEFAULTS", "WRAPPERS", "clip", "intern_vit", "llama4_vision", "moonvit", "onevision_siglip", "pixtral",
+           "qwen3_vl", "qwen25_vl", "siglip"]
 
 
 def _vit(vision: Section, *, class_token: bool, projector: int) -> Vision:
@@ -231,6 +231,29 @@ def clip(vision: Section, top: Section, text_hidden: int) -> Vision:
     return tower.model_copy(update={"patch_bias": False, "pre_norm": True, "grid_pinpoints": _pinpoints(top)})
 
 
+def onevision_siglip(vision: Section, top: Section, text_hidden: int) -> Vision:
+    """LLaVA-OneVision (``llava_onevision``): SigLIP's vision transformer (no class token, biased patch embedding,
+    ``post_layernorm``; 26 layers in llava-hf's checkpoints), its attention-pooling ``head`` when
+    ``vision_use_head`` (SiglipVisionConfig's default True; llava-hf's checkpoints set False): probe w + attention
+    4w^2 + 4w + LayerNorm 2w + MLP 2wf + f + w; the projector of ``clip`` (Linear (w n x d, bias) + Linear (d x d,
+    bias)) and the ``image_newline`` (d).
+
+    huggingface/transformers, src/transformers/models/siglip/modeling_siglip.py (``SiglipVisionEmbeddings``,
+    ``SiglipVisionTransformer``, ``SiglipMultiheadAttentionPoolingHead``) and
+    src/transformers/models/llava_onevision/convert_llava_onevision_weights_to_hf.py (commit
+    d058e0f712f346209059c8bbdcaaf5d9cd762075: ``num_hidden_layers=26``, ``vision_use_head=False``,
+    ``use_image_newline_parameter=True``).
+    """
+    width, ffn = vision.integer("hidden_size", "hidden"), vision.integer("intermediate_size", "ffn")
+    layers = top.raw("vision_feature_layer")
+    width_in = width * (len(top.items("vision_feature_layer", 64) or []) if isinstance(layers, list) else 1)
+    bias = top.flag("multimodal_projector_bias", True)
+    head = (4 * width * width + 2 * width * ffn + 8 * width + ffn) * vision.flag("vision_use_head", True)
+    projector = (width_in + bias) * text_hidden + (text_hidden + bias) * text_hidden + text_hidden + head
+    tower = _vit(vision, class_token=False, projector=projector)
+    return tower.model_copy(update={"grid_pinpoints": _pinpoints(top)})
+
+
 def _pinpoints(top: Section) -> tuple[tuple[int, int], ...] | None:
     """LLaVA-NeXT's ``image_grid_pinpoints``: at most 64 (height, width) pairs of whole pixels."""
     pairs = top.items("image_grid_pinpoints", 64)
@@ -259,6 +282,7 @@ WRAPPERS: dict[str, tuple[str, Callable[[Section, Section, int], Vision]]] = {
     "kimi_k25": ("kimi_k2", moonvit),
     "llava": ("llama", clip),
     "llava_next": ("llama", clip),
+    "llava_onevision": ("qwen2", onevision_siglip),
     "llama4": ("llama4_text", llama4_vision),
     "mistral3": ("mistral", pixtral),
     "qwen2_5_vl": ("qwen2", qwen25_vl),

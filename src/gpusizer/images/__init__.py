@@ -1,8 +1,8 @@
 r"""Images and video frames as LLM tokens, and the vision-encoder work they cost.
 
-Pure functions of numbers that broadcast like numpy ufuncs, one module per rule family (``qwen``, ``pixtral``,
-``llama4``, ``internvl``, ``llava``, ``gemma``, ``kimi``) and the encoder's work (``encoder``); every public name is
-importable from ``gpusizer.images``. A vision-language model turns an image
+Pure functions of numbers that broadcast like numpy ufuncs, one module per rule family (``qwen``,
+``pixtral``, ``llama4``, ``internvl``, ``llava``, ``onevision``, ``gemma``, ``kimi``) and the encoder's work
+(``encoder``); every public name is importable from ``gpusizer.images``. A vision-language model turns an image
 into placeholder tokens of its LLM's sequence, which occupy the KV cache and the prefill like text
 tokens; the vision encoder (a ViT) first runs over the image's patches. Each model family publishes
 its own rule for the token count:
@@ -29,6 +29,9 @@ its own rule for the token count:
 * InternVL: the image is split into ``cols x rows`` tiles of 448 px (``min_tiles <= cols * rows <=
   max_tiles``) whose aspect ratio is closest to the image's, plus a thumbnail tile when there is more than
   one; 256 tokens a tile (``internvl_tiles``, ``internvl_tokens``).
+* LLaVA-OneVision (anyres-max-9): LLaVA-NeXT's canvas choice over 384 px SigLIP tiles (27 x 27 features each),
+  unpadded, then shrunk by ``q = sqrt(features / (9 * 729))`` when ``q > 1.1``, a newline a row, plus the 729 of
+  the base image (``llava_onevision_tokens``; videos ``llava_onevision_video_tokens``).
 * Kimi K2.5 (MoonViT): the image scaled down (never up) to at most ``in_patch_limit`` patches of 14 px and
   ``patch_limit_on_one_side`` a side, padded to whole 2x2 merges, one token a merge (``kimi_tokens``).
 
@@ -58,6 +61,8 @@ References
 .. [7] huggingface/transformers, src/transformers/image_processing_utils.py (commit
    091630d58781404f2b35a7f5dff1c29bda71b549), ``select_best_resolution``; models/llava_next/processing_llava_next.py
    (commit 81bb907ccf3494b5409b0b745bb10c8a617050b7), ``_get_number_of_features``, ``_get_unpadded_features``.
+.. [8] huggingface/transformers, src/transformers/models/llava_onevision/processing_llava_onevision.py (commit
+   d2759a76fd10845a9c010ac0693fdc3b6b924050), ``_get_number_of_features`` (anyres_max_9).
 """
 
 from __future__ import annotations
@@ -68,11 +73,25 @@ from gpusizer.images.internvl import internvl_tiles, internvl_tokens
 from gpusizer.images.kimi import kimi_tokens
 from gpusizer.images.llama4 import llama4_tiles, llama4_tokens
 from gpusizer.images.llava import LLAVA_NEXT_PINPOINTS, llava_next_resolution, llava_next_tokens
+from gpusizer.images.onevision import LLAVA_ONEVISION_PINPOINTS, llava_onevision_tokens, llava_onevision_video_tokens
 from gpusizer.images.pixtral import pixtral_tokens
 from gpusizer.images.qwen import qwen_resized, qwen_tokens
 
 __all__ = [
-    "LLAVA_NEXT_PINPOINTS", "encoder_flops", "gemma3_crops", "internvl_tiles", "internvl_tokens", "kimi_tokens",
-    "llama4_tiles", "llama4_tokens", "llava_next_resolution", "llava_next_tokens", "pixtral_tokens", "qwen_resized",
+    "LLAVA_NEXT_PINPOINTS",
+    "LLAVA_ONEVISION_PINPOINTS",
+    "encoder_flops",
+    "gemma3_crops",
+    "internvl_tiles",
+    "internvl_tokens",
+    "kimi_tokens",
+    "llama4_tiles",
+    "llama4_tokens",
+    "llava_next_resolution",
+    "llava_next_tokens",
+    "llava_onevision_tokens",
+    "llava_onevision_video_tokens",
+    "pixtral_tokens",
+    "qwen_resized",
     "qwen_tokens",
 ]
