@@ -75,7 +75,9 @@ def test_kimi_k2_thinking_counts_its_int4_routed_experts_as_stored():
     rest = 1_026_408_232_448 - routed
     assert routed * 0.5625 + rest * 2 == 594_205_305_856
     assert gpusizer.estimate(thinking, "h200").memory.weights_bytes == pytest.approx(594_205_305_856, rel=1e-12)
-    assert gpusizer.estimate("kimi-k2.5", "h200").memory.weights_bytes == pytest.approx(594_205_305_856, rel=1e-12)
+    # K2.5 adds its MoonViT tower and projector at BF16: 471,143,920 x 2 B = 942,287,840 B (test_vlm_kimi_onevision)
+    assert gpusizer.estimate("kimi-k2.5", "h200").memory.weights_bytes == pytest.approx(
+        594_205_305_856 + 942_287_840, rel=1e-12)
     assert gpusizer.estimate(thinking, "h200", weights="int4").memory.weights_bytes == pytest.approx(
         routed * 0.51953125 + rest * 2, rel=1e-12)
     # the FP8 0905 checkpoint stores about twice that: 1.03 TB

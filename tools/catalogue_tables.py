@@ -82,8 +82,13 @@ SYSTEM_COLUMNS: Sequence[Column] = (
 
 def _price_row(g: catalog.GPU, record: cost.GpuPrice) -> dict[str, Any]:
     dates = [q.as_of for q in record.quotes if q.as_of is not None]
+    usd = record.in_usd
+    others = [c for c in record.currencies if c != "USD"]
     return {
-        "id": g.id, "min": record.min, "typical": record.typical, "max": record.max,
+        "id": g.id, "min": record.min if usd else None, "typical": record.typical if usd else None,
+        "max": record.max if usd else None,
+        "other": ", ".join(f"{record.figure('min', c):.2f}/{record.figure('typical', c):.2f}/"
+                           f"{record.figure('max', c):.2f} {c}" for c in others) or None,
         "quotes": len(record.quotes), "currencies": ", ".join(sorted({q.currency for q in record.quotes})),
         "dated": f"{min(dates)} to {max(dates)}" if dates else "-",
     }
@@ -92,6 +97,7 @@ def _price_row(g: catalog.GPU, record: cost.GpuPrice) -> dict[str, Any]:
 PRICE_COLUMNS: Sequence[Column] = (
     text_column("id", "id"), Column("min", "min", "USD/h", 1.0, ".2f"),
     Column("typical", "typical", "USD/h", 1.0, ".2f"), Column("max", "max", "USD/h", 1.0, ".2f"),
+    text_column("other", "min/typical/max in another currency (per hour, not converted)"),
     count_column("quotes", "quotes"), text_column("currencies", "currencies"),
     text_column("dated", "quotes dated"),
 )
@@ -107,9 +113,11 @@ def price_section() -> list[str]:
         "",
         f"{len(rows)} accelerators have bundled rental quotes (`data/prices.toml`, each with its provider, "
         "source, date and currency); min, typical and max are derived from the US-dollar quotes "
-        "(`gpusizer.cost.GpuPrice`).",
+        "(`gpusizer.cost.GpuPrice`). A quote in another currency is never converted: a card quoted only in "
+        "another currency (a China-market card priced in CNY) shows its figures in that currency and has no "
+        "US-dollar price, so every cost answer treats it as unpriced.",
         "",
-        markdown_table(rows, PRICE_COLUMNS),
+        markdown_table(rows, [c for c in PRICE_COLUMNS if c.key != "other" or any(r["other"] for r in rows)]),
         "",
         f"{len(missing)} accelerators have no public, dated rental price in the table "
         "(`gpusizer.cost.unpriced()`); pass one with `--price GPU=USD`: "

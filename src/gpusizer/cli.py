@@ -250,6 +250,9 @@ def fit_text(result: Estimate, device: catalog.GPU, record: catalog.Model, layou
 
 
 def _gpu_rows() -> list[dict[str, Any]]:
+    from gpusizer import cost
+
+    table = cost.prices()
     return [
         {
             "id": g.id,
@@ -261,9 +264,19 @@ def _gpu_rows() -> list[dict[str, Any]]:
             "fp8_flops": g.dense.fp8,
             "fp4_flops": g.dense.fp4,
             "tdp_watts": g.tdp,
+            **_rent(table.get(g.id)),
         }
         for g in catalog.gpus()
     ]
+
+
+def _rent(record: Any) -> dict[str, Any]:
+    """Typical rental price of a GPU in the first currency it is quoted in (US dollars when it has them; another
+    currency is shown as quoted, never converted), or None."""
+    if record is None:
+        return {"rent_per_hour": None, "rent_currency": None}
+    code = record.currencies[0]
+    return {"rent_per_hour": record.figure("typical", code), "rent_currency": code}
 
 
 def _model_rows() -> list[dict[str, Any]]:
@@ -307,7 +320,7 @@ GPU_COLUMNS: list[Column] = [
     ("memory_reported_bytes", "GiB reported", ".2f", GiB),
     ("memory_bandwidth_bytes_per_second", "TB/s", ".2f", 1e12), ("bf16_flops", "bf16 TFLOP/s", ".0f", 1e12),
     ("fp8_flops", "fp8 TFLOP/s", ".0f", 1e12), ("fp4_flops", "fp4 TFLOP/s", ".0f", 1e12),
-    ("tdp_watts", "TDP W", ".0f", 1),
+    ("tdp_watts", "TDP W", ".0f", 1), ("rent", "rent/h", "", 1),
 ]
 MODEL_COLUMNS: list[Column] = [
     ("id", "id", "", 1), ("family", "family", "", 1), ("params_total", "total B", ".2f", 1e9),
@@ -418,6 +431,8 @@ def _gpus(args: argparse.Namespace) -> str:
     rows = _gpu_rows()
     if args.json:
         return common.json_text(rows)
+    for row in rows:
+        row["rent"] = None if row["rent_per_hour"] is None else f"{row['rent_per_hour']:.2f} {row['rent_currency']}"
     return (f"{_table(rows, GPU_COLUMNS)}\n\n{MEMORY_NOTE}\n\nsystems (a system id stands for its GPUs wherever "
             f"a GPU is asked for):\n{_table(_system_rows(), SYSTEM_COLUMNS)}")
 
@@ -425,7 +440,9 @@ def _gpus(args: argparse.Namespace) -> str:
 #: What the two memory columns of ``gpusizer gpus`` are.
 MEMORY_NOTE = ("GB listed: the vendor's figure (10^9 bytes as sold); GiB reported: the total the driver reports "
                "(nvidia-smi, torch.cuda.mem_get_info; 2^30 bytes), the capacity engines size against, '-' where "
-               "the catalogue has none (the listed figure is used).")
+               "the catalogue has none (the listed figure is used). rent/h: the typical rental price of "
+               "data/prices.toml in its currency (a price in another currency than USD is never converted, and "
+               "no cost figure uses it), '-' where none is bundled.")
 
 
 def _system_rows() -> list[dict[str, Any]]:

@@ -111,39 +111,60 @@ class GpuPrice(_Record):
     """Catalogue id of the GPU."""
     quotes: tuple[PriceQuote, ...] = Field(min_length=1)
 
-    def _of(self, level: str) -> list[float]:
-        values = [q.usd_per_hour for q in self.quotes if q.tier in TIERS_FOR[level] and q.currency == money.BASE]
-        if not values:
-            others = sorted({q.currency for q in self.quotes} - {money.BASE})
-            left = f" (quotes in {', '.join(others)} are not converted)" if others else ""
-            raise ValueError(f"{self.id}: no on-demand, listed or user quote in USD to derive a {level} price "
-                             f"from{left}")
-        return values
-
     @property
     def currency(self) -> str:
         """The currency of ``min``, ``typical`` and ``max``: always US dollars (``gpusizer.currency.BASE``)."""
         return money.BASE
 
     @property
+    def currencies(self) -> tuple[str, ...]:
+        """ISO 4217 codes of the on-demand, listed or user quotes (a typical price derives in each): USD first."""
+        return tuple(sorted({q.currency for q in self.quotes if q.tier in TIERS_FOR["typical"]},
+                            key=lambda c: (c != money.BASE, c)))
+
+    @property
+    def in_usd(self) -> bool:
+        """Whether ``min``, ``typical`` and ``max`` exist; if not, every US-dollar figure treats the GPU as unpriced."""
+        return money.BASE in self.currencies
+
+    @property
     def excluded(self) -> tuple[tuple[PriceQuote, str], ...]:
         """Quotes left out of every derived figure for their currency, each with the reason."""
         return tuple((q, reason) for q in self.quotes if (reason := money.excluded_reason(q.currency)))
 
+    def figure(self, level: str, code: str = money.BASE) -> float:
+        """``min``, ``typical`` or ``max`` of the quotes in ``code`` alone, never converted (else ValueError). [code/h]
+
+        Examples
+        --------
+        >>> q = dict(tier="on-demand", provider="p", source="s", currency="CNY")
+        >>> GpuPrice(id="x", quotes=(PriceQuote(usd_per_hour=6.0, **q), PriceQuote(usd_per_hour=8.0, **q))
+        ...          ).figure("typical", "CNY")
+        7.0
+        """
+        one_of(level, "level", tuple(TIERS_FOR))
+        values = [q.usd_per_hour for q in self.quotes if q.tier in TIERS_FOR[level] and q.currency == money.check(code)]
+        if not values:
+            others = sorted({q.currency for q in self.quotes} - {code})
+            left = f" (quotes in {', '.join(others)} are not converted)" if others else ""
+            raise ValueError(f"{self.id}: no on-demand, listed or user quote in {code} to derive a {level} price "
+                             f"from{left}")
+        return {"min": min, "max": max}.get(level, lambda v: float(statistics.median(v)))(values)
+
     @property
     def min(self) -> float:
-        """Lowest on-demand, reserved or listed quote. [USD/h]"""
-        return min(self._of("min"))
+        """Lowest on-demand, reserved or listed quote in US dollars. [USD/h]"""
+        return self.figure("min")
 
     @property
     def typical(self) -> float:
-        """Median of the on-demand and listed quotes. [USD/h]"""
-        return float(statistics.median(self._of("typical")))
+        """Median of the on-demand and listed quotes in US dollars. [USD/h]"""
+        return self.figure("typical")
 
     @property
     def max(self) -> float:
-        """Highest on-demand or listed quote. [USD/h]"""
-        return max(self._of("max"))
+        """Highest on-demand or listed quote in US dollars. [USD/h]"""
+        return self.figure("max")
 
     @classmethod
     def user(cls, gpu_id: str, usd_per_hour: float) -> GpuPrice:
@@ -161,7 +182,8 @@ def load_prices(path: str | Path | None = None) -> dict[str, GpuPrice]:
         record = GpuPrice.model_validate(entry)
         if record.id in out:
             raise ValueError(f"duplicate price entry for gpu {record.id!r}")
-        record.typical  # noqa: B018 - every entry must yield a typical price
+        if not record.currencies:  # every entry must yield a typical price, in USD or in its quotes' currency
+            raise ValueError(f"{record.id}: no on-demand, listed or user quote to derive a typical price from")
         out[record.id] = record
     return out
 
@@ -203,7 +225,7 @@ def price(gpu: Any, level: str = "typical", overrides: Mapping[str, float] | Non
     Raises
     ------
     KeyError
-        The GPU has no price (the message lists the GPUs that have one).
+        The GPU has no US-dollar price: none, or quotes only in another currency (the message says which).
 
     Examples
     --------
@@ -213,17 +235,21 @@ def price(gpu: Any, level: str = "typical", overrides: Mapping[str, float] | Non
     one_of(level, "level", tuple(TIERS_FOR))
     gpu_id = catalog.gpu(gpu).id
     table = prices(overrides)
-    if gpu_id not in table:
-        raise KeyError(f"no price for gpu {gpu_id!r}; pass one (e.g. {{'{gpu_id}': 2.0}}); priced: "
-                       f"{', '.join(sorted(table))}")
+    if gpu_id not in table or not table[gpu_id].in_usd:
+        codes = table[gpu_id].currencies if gpu_id in table else ()
+        why = f"{gpu_id} is priced only in {', '.join(codes)}: {money.excluded_reason(codes[0])}" if codes else \
+            f"no price for gpu {gpu_id!r}"
+        raise KeyError(f"{why}; pass one in USD (e.g. {{'{gpu_id}': 2.0}}); priced in USD: "
+                       f"{', '.join(sorted(g for g, r in table.items() if r.in_usd))}")
     return float(getattr(table[gpu_id], level))
 
 
 def unpriced() -> tuple[str, ...]:
-    """Catalogue GPUs without a bundled rental price, in catalogue order.
+    """Catalogue GPUs without a bundled rental price in any currency, in catalogue order.
 
     These cards had no public, dated per-GPU-hour price when ``data/prices.toml`` was compiled;
-    pass a price for them (``prices({gpu: usd_per_hour})``, ``--price gpu=USD``).
+    pass a price for them (``prices({gpu: usd_per_hour})``, ``--price gpu=USD``). A card priced only in
+    another currency is not listed, but has no US-dollar price either (``GpuPrice.in_usd``).
 
     Examples
     --------

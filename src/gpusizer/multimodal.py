@@ -22,6 +22,11 @@ that the KV cache, the maximum concurrency, the prefill and the time to first to
   token a row, the base image's 576 tokens); 1024x768 on the v1.6 pinpoints: 2340 tokens.
 * LLaVA-1.5: a fixed ``(336/14)^2`` = 576 tokens per image (the CLIP patches of the image resized to 336 px; the
   ``default`` feature strategy drops the class token, which the encoder still sees: 577 patches).
+* LLaVA-OneVision: ``images.llava_onevision_tokens`` (anyres-max-9: the canvas of 384 px SigLIP tiles, its features
+  shrunk to about 9 tiles' worth, a newline token a row, the base image's 729 tokens; 1024x768: 4725 tokens); a
+  video of ``F`` frames is ``F`` 384 px images pooled 2x2 to 196 tokens each, plus one newline.
+* Kimi K2.5: ``images.kimi_tokens`` (native resolution within 16384 patches and 512 a side, padded to whole 2x2
+  merges, one token each: 1024x768 is 1036 tokens).
 
 Families without a published rule here raise ``ValueError`` rather than guess.
 
@@ -44,6 +49,9 @@ References
    patch_size) + num_additional_image_tokens``, less one for the ``default`` strategy, on the 336 px crop.
 .. [6] huggingface/transformers, src/transformers/models/llava_next/processing_llava_next.py (commit
    81bb907ccf3494b5409b0b745bb10c8a617050b7), ``_get_number_of_features``.
+.. [7] Moonshot AI, Kimi-K2.5 media_utils.py, ``navit_resize_image`` (``images.kimi_tokens``' reference).
+.. [8] huggingface/transformers, src/transformers/models/llava_onevision/processing_llava_onevision.py (commit
+   d2759a76fd10845a9c010ac0693fdc3b6b924050), ``_get_number_of_features`` and the video token count.
 """
 
 from __future__ import annotations
@@ -75,7 +83,7 @@ class Images(Record):
     height: int = Field(default=768, ge=1, le=65536)
     """Image height. [px]"""
     frames: int = Field(default=1, ge=1, le=65536)
-    """Video frames sampled per video (1: a still image); Qwen-VL and InternVL only. [-]"""
+    """Video frames sampled per video (1: a still image); Qwen-VL, InternVL and LLaVA-OneVision only. [-]"""
     pan_and_scan: bool = False
     """Gemma 3's pan-and-scan (``do_pan_and_scan``): crops of an elongated image added as more images. [-]"""
 
@@ -86,7 +94,7 @@ class ImageLoad:
 
     rule: str
     """The token rule applied (``"gemma3"``, ``"qwen"``, ``"pixtral"``, ``"llama4"``, ``"internvl"``, ``"llava"``,
-    ``"llava_next"``)."""
+    ``"llava_next"``, ``"llava_onevision"``, ``"kimi"``)."""
     count: int
     image_tokens_per_request: float
     """LLM tokens all the images of one request become (added to ``context`` and the prompt). [token]"""
@@ -124,6 +132,13 @@ def _llava_next(vision: catalog.Vision, shown: Images) -> tuple[Any, Any]:
                                     pinpoints=vision.grid_pinpoints or images.LLAVA_NEXT_PINPOINTS)
 
 
+def _llava_onevision(vision: catalog.Vision, shown: Images) -> tuple[Any, Any]:
+    if shown.frames > 1:
+        return images.llava_onevision_video_tokens(shown.frames, tile=vision.image_size, patch=vision.patch_size)
+    return images.llava_onevision_tokens(shown.height, shown.width, tile=vision.image_size, patch=vision.patch_size,
+                                         pinpoints=vision.grid_pinpoints or images.LLAVA_ONEVISION_PINPOINTS)
+
+
 def _internvl(vision: catalog.Vision, shown: Images) -> tuple[Any, Any]:
     per_tile = _grid(vision) // vision.spatial_merge_size**2
     if shown.frames > 1:  # the model card's load_video: every frame one tile (max_num=1), no thumbnail
@@ -140,6 +155,10 @@ def _llama4(vision: catalog.Vision, shown: Images) -> tuple[Any, Any]:
                                 merge=vision.spatial_merge_size)
 
 
+def _kimi(vision: catalog.Vision, shown: Images) -> tuple[Any, Any]:
+    return images.kimi_tokens(shown.height, shown.width, patch=vision.patch_size, merge=vision.spatial_merge_size)
+
+
 def _pixtral(vision: catalog.Vision, shown: Images) -> tuple[Any, Any]:
     return images.pixtral_tokens(shown.height, shown.width, patch=vision.patch_size,
                                  merge=vision.spatial_merge_size, longest_edge=vision.image_size)
@@ -148,16 +167,17 @@ def _pixtral(vision: catalog.Vision, shown: Images) -> tuple[Any, Any]:
 #: Each rule's tokens and patches of one image (or video): the published rules above.
 _RULES: dict[str, Callable[[catalog.Vision, Images], tuple[Any, Any]]] = {
     "gemma3": _gemma3, "qwen": _qwen, "pixtral": _pixtral, "llama4": _llama4, "internvl": _internvl,
-    "llava": _llava, "llava_next": _llava_next,
+    "llava": _llava, "llava_next": _llava_next, "kimi": _kimi,
+    "llava_onevision": _llava_onevision,
 }
 
 #: The rule of a ``Model.family`` by its prefix (lower case, no spaces, dashes or underscores); the first match
-#: wins, and None (LLaVA-OneVision, whose rule is not modelled) refuses.
+#: wins.
 _FAMILIES: tuple[tuple[str, str | None], ...] = (
     ("gemma3", "gemma3"), ("qwen2vl", "qwen"), ("qwen2.5vl", "qwen"), ("qwen25vl", "qwen"), ("qwen3vl", "qwen"),
     ("mistral3", "pixtral"), ("pixtral", "pixtral"), ("mistralsmall3", "pixtral"), ("llama4", "llama4"),
-    ("internvl", "internvl"), ("llavanext", "llava_next"), ("llava1.6", "llava_next"), ("llavaonevision", None),
-    ("llava", "llava"),
+    ("internvl", "internvl"), ("llavanext", "llava_next"), ("llava1.6", "llava_next"),
+    ("llavaonevision", "llava_onevision"), ("llava", "llava"), ("kimik2", "kimi"),
 )
 
 
@@ -186,8 +206,9 @@ def image_tokens(model: catalog.Model, shown: Images) -> tuple[str, float, float
     rule = _rule(model)
     if shown.pan_and_scan and rule != "gemma3":
         raise ValueError(f"images: pan-and-scan is Gemma 3's rule; {model.id} ({model.family}) has none")
-    if shown.frames > 1 and rule not in ("qwen", "internvl"):
-        raise ValueError(f"images: frames = {shown.frames}: video is modelled for Qwen-VL and InternVL only")
+    if shown.frames > 1 and rule not in ("qwen", "internvl", "llava_onevision"):
+        raise ValueError(f"images: frames = {shown.frames}: video is modelled for Qwen-VL, InternVL and "
+                         "LLaVA-OneVision only")
     tokens, patches = _RULES[rule](vision, shown)
     return rule, shown.count * float(tokens), shown.count * float(patches)
 
@@ -215,7 +236,7 @@ def encode(model: catalog.Model, shown: Images, rule: str, tokens: float, patche
         flops, weights = 0.0, 0.0
     else:
         groups = float(shown.count * (-(-shown.frames // 2) if rule == "qwen" else 1))  # a video: per temporal group
-        if rule in ("llama4", "internvl", "gemma3", "llava_next"):  # every tile, thumbnail or crop on its own
+        if rule in ("llama4", "internvl", "gemma3", "llava_next", "llava_onevision"):  # every tile or crop alone
             groups = patches / (_grid(vision) + (rule == "llava_next"))
         flops = groups * images.encoder_flops(patches / groups, vision.hidden_size, vision.intermediate_size,
                                               vision.num_layers, gated=vision.gated_mlp)

@@ -44,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--image-size", type=_size, default=None,
                        help="their size WIDTHxHEIGHT before resizing (default 1024x768; Gemma 3 always 256 tokens)")
     group.add_argument("--video-frames", type=_count, default=None,
-                       help="frames of one video per request (Qwen-VL: temporal patches of 2; InternVL: a tile each)")
+                       help="frames of one video per request (Qwen-VL: temporal patches of 2; InternVL: a tile each; "
+                       "LLaVA-OneVision: 196 tokens each)")
     group.add_argument("--pan-and-scan", action="store_true",
                        help="Gemma 3's pan-and-scan: crops of an elongated image (up to 4) as more images")
 

@@ -1,5 +1,5 @@
 """Vision towers of multimodal wrappers (Gemma 3 SigLIP, Llama 4, Mistral 3 Pixtral, Qwen2.5-VL, Qwen3-VL,
-InternVL's InternViT, LLaVA's CLIP) as ``Vision`` records.
+InternVL's InternViT, LLaVA's CLIP, LLaVA-OneVision's SigLIP, Kimi K2.5's MoonViT) as ``Vision`` records.
 
 ``WRAPPERS`` maps a wrapper ``model_type`` to its text ``model_type`` and its vision reader; the
 projector parameter counts are given in each reader's docstring and in ``gpusizer.hf``.
@@ -14,8 +14,8 @@ from collections.abc import Callable
 from gpusizer.catalog import Vision
 from gpusizer.hf.section import Section, show
 
-__all__ = ["TEXT_DEFAULTS", "WRAPPERS", "clip", "intern_vit", "llama4_vision", "pixtral", "qwen3_vl", "qwen25_vl",
-           "siglip"]
+__all__ = ["TEXT_DEFAULTS", "WRAPPERS", "clip", "intern_vit", "llama4_vision", "moonvit", "onevision_siglip", "pixtral",
+           "qwen3_vl", "qwen25_vl", "siglip"]
 
 
 def _vit(vision: Section, *, class_token: bool, projector: int) -> Vision:
@@ -140,6 +140,43 @@ def qwen3_vl(vision: Section, top: Section, text_hidden: int) -> Vision:
     )
 
 
+def moonvit(vision: Section, top: Section, text_hidden: int) -> Vision:
+    """Kimi K2.5: MoonViT-3D, a ViT whose keys are ``vt_*`` (biased Conv2d patches, a learned ``init_pos_emb_height x
+    init_pos_emb_width`` position grid, LayerNorm blocks with biased ``wqkv``/``wo`` and a plain GELU MLP, a final
+    LayerNorm; 2-D rotary and the frames' sin-cos table are not parameters), and the ``patchmerger`` projector:
+    LayerNorm (w) + Linear (w m^2 x w m^2, bias) + Linear (w m^2 x d, bias) after the ``sd2_tpool`` 2x2 merge.
+
+    Moonshot AI, Kimi-K2.5 ``modeling_kimi_k25.py`` (``MoonVision3dPatchEmbed``,
+    ``Learnable2DInterpPosEmbDivided_fixed``, ``MoonViTEncoderLayer`` with ``attn_bias=True``,
+    ``MoonViT3dEncoder``, ``PatchMergerMLP``), as copied in Ascend/MindSpeed-MM,
+    mindspeed_mm/fsdp/models/kimik2_5/modeling_kimi_k25.py (commit d300ee2852601b3c907406467ee29720b281f7ad).
+    """
+    vision.require("vt_hidden_size", "vt_num_hidden_layers", "vt_intermediate_size", "patch_size")
+    for key, known in (("merge_type", "sd2_tpool"), ("mm_projector_type", "patchmerger"),
+                       ("pos_emb_type", "divided_fixed")):
+        if vision.text(key, known) != known:
+            raise ValueError(f"{vision.name(key)} = {vision.text(key)!r}: only {known!r} is modelled (MoonViT-3D)")
+    kernel = vision.items("merge_kernel_size", 2) or [2, 2]
+    grid = (vision.integer("init_pos_emb_height", "small", default=64),
+            vision.integer("init_pos_emb_width", "small", default=64))
+    if len(kernel) != 2 or kernel[0] != kernel[1] or grid[0] != grid[1]:
+        raise ValueError(f"{vision.name('merge_kernel_size')} and the position grid must be square, got "
+                         f"{show(kernel)} and {show(list(grid))}")
+    merge = Section({"merge_kernel_size": kernel[0]}, vision.where, vision.notes).integer("merge_kernel_size",
+                                                                                          "small")
+    width, patch = vision.integer("vt_hidden_size", "hidden"), vision.integer("patch_size", "small")
+    merged = vision.integer("mm_hidden_size", "hidden", default=width) * merge**2
+    return Vision(
+        hidden_size=width,
+        num_layers=vision.integer("vt_num_hidden_layers", "layers"),
+        intermediate_size=vision.integer("vt_intermediate_size", "ffn"),
+        patch_size=patch,
+        image_size=grid[0] * patch,
+        projector_params=2 * (merged // merge**2) + merged * merged + merged + merged * text_hidden + text_hidden,
+        spatial_merge_size=merge,
+    )
+
+
 def _merge(section: Section, key: str, default: float) -> int:
     """The merge factor per side ``1 / ratio`` of a pixel-shuffle ratio ``key`` that must be ``1/k``."""
     ratio = section.raw(key)
@@ -194,6 +231,29 @@ def clip(vision: Section, top: Section, text_hidden: int) -> Vision:
     return tower.model_copy(update={"patch_bias": False, "pre_norm": True, "grid_pinpoints": _pinpoints(top)})
 
 
+def onevision_siglip(vision: Section, top: Section, text_hidden: int) -> Vision:
+    """LLaVA-OneVision (``llava_onevision``): SigLIP's vision transformer (no class token, biased patch embedding,
+    ``post_layernorm``; 26 layers in llava-hf's checkpoints), its attention-pooling ``head`` when
+    ``vision_use_head`` (SiglipVisionConfig's default True; llava-hf's checkpoints set False): probe w + attention
+    4w^2 + 4w + LayerNorm 2w + MLP 2wf + f + w; the projector of ``clip`` (Linear (w n x d, bias) + Linear (d x d,
+    bias)) and the ``image_newline`` (d).
+
+    huggingface/transformers, src/transformers/models/siglip/modeling_siglip.py (``SiglipVisionEmbeddings``,
+    ``SiglipVisionTransformer``, ``SiglipMultiheadAttentionPoolingHead``) and
+    src/transformers/models/llava_onevision/convert_llava_onevision_weights_to_hf.py (commit
+    d058e0f712f346209059c8bbdcaaf5d9cd762075: ``num_hidden_layers=26``, ``vision_use_head=False``,
+    ``use_image_newline_parameter=True``).
+    """
+    width, ffn = vision.integer("hidden_size", "hidden"), vision.integer("intermediate_size", "ffn")
+    layers = top.raw("vision_feature_layer")
+    width_in = width * (len(top.items("vision_feature_layer", 64) or []) if isinstance(layers, list) else 1)
+    bias = top.flag("multimodal_projector_bias", True)
+    head = (4 * width * width + 2 * width * ffn + 8 * width + ffn) * vision.flag("vision_use_head", True)
+    projector = (width_in + bias) * text_hidden + (text_hidden + bias) * text_hidden + text_hidden + head
+    tower = _vit(vision, class_token=False, projector=projector)
+    return tower.model_copy(update={"grid_pinpoints": _pinpoints(top)})
+
+
 def _pinpoints(top: Section) -> tuple[tuple[int, int], ...] | None:
     """LLaVA-NeXT's ``image_grid_pinpoints``: at most 64 (height, width) pairs of whole pixels."""
     pairs = top.items("image_grid_pinpoints", 64)
@@ -219,8 +279,10 @@ WRAPPERS: dict[str, tuple[str, Callable[[Section, Section, int], Vision]]] = {
     "gemma3": ("gemma3_text", siglip),
     "internvl": ("qwen2", intern_vit),
     "internvl_chat": ("qwen2", intern_vit),
+    "kimi_k25": ("kimi_k2", moonvit),
     "llava": ("llama", clip),
     "llava_next": ("llama", clip),
+    "llava_onevision": ("qwen2", onevision_siglip),
     "llama4": ("llama4_text", llama4_vision),
     "mistral3": ("mistral", pixtral),
     "qwen2_5_vl": ("qwen2", qwen25_vl),

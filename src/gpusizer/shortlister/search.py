@@ -48,7 +48,7 @@ def _fleet(gpus: int, rate: float, capacity: float) -> int:
 def _money(price: cost.GpuPrice | None, gpus: int, workload: Workload, best: float, band: tuple[float, float],
            point: serving.Load) -> dict[str, Any]:
     """Price fields of a row: bill, cost per million tokens and its band, input/output split."""
-    if price is None:
+    if price is None or not price.in_usd:  # a price only in another currency is never converted to USD
         nan = math.nan
         return dict(usd_per_gpu_hour=nan, price_band=(nan, nan), usd_per_hour=nan, usd_per_month=nan,
                     usd_per_million_tokens=nan, usd_per_million_tokens_band=(nan, nan),
@@ -177,7 +177,7 @@ def shortlist(
     slo : SLO
         Latency targets.
     gpus : sequence of str, optional
-        GPUs to consider (ids or aliases); default every GPU with a price (bundled or in ``prices``).
+        GPUs to consider (ids or aliases); default every GPU with a US-dollar price (bundled or in ``prices``).
     max_gpus : int
         Largest GPU count per replica; counts are the powers of two up to it. [-]
     prices : mapping, optional
@@ -228,7 +228,8 @@ def shortlist(
     record = catalog.model(model)
     _check_arguments(workload, slo, gpus, max_gpus, prices, weights, layouts, engine, simulate, requests, seed)
     table = cost.prices(prices)
-    devices = [catalog.gpu(g) for g in gpus] if gpus is not None else [catalog.gpu(g) for g in table]
+    usd = [g for g, r in table.items() if r.in_usd]  # a price only in another currency is no USD price
+    devices = [catalog.gpu(g) for g in (gpus if gpus is not None else usd)]
     devices = list({d.id: d for d in devices}.values())
     candidates, dropped = screen.candidates(record, devices, screen.counts(max_gpus), screen.layouts(layouts, record),
                                             layouts is not None, screen.precisions(record, weights), workload, slo,

@@ -268,12 +268,13 @@ def _laid(grid: grid_.Grid, values: np.ndarray) -> np.ndarray:
 
 def _costs(columns: Mapping[str, np.ndarray], prices: Mapping[str, float] | bool) -> dict[str, np.ndarray]:
     """Price columns from the price table (``gpusizer.cost``), ``prices`` overriding it; NaN where a GPU
-    has no price."""
+    has no US-dollar price (none, or quotes only in another currency, never converted)."""
     from gpusizer import cost
 
     table = cost.prices(prices if isinstance(prices, Mapping) else None)
     gpu = columns["gpu"]
-    per_gpu = np.array([table[i].typical if i in table else np.nan for i in gpu.ravel().tolist()]).reshape(gpu.shape)
+    usd = {i: r.typical for i, r in table.items() if r.in_usd}  # a price only in another currency is no USD price
+    per_gpu = np.array([usd.get(i, np.nan) for i in gpu.ravel().tolist()]).reshape(gpu.shape)
     priced = np.isfinite(per_gpu)
     count = columns["gpu_count"]
     rate = columns["decode_expected_aggregate_tokens_per_second"]
