@@ -143,9 +143,10 @@ def unquantized_found(checkpoint: CheckpointTensors, record: Model) -> tuple[tup
 
 
 def with_stored_weights(record: Model, checkpoint: CheckpointTensors | None) -> Model:
-    """``record`` with its checkpoint's ``stored_weights`` and the 16-bit roles and layers the headers show
-    beyond the config (``unquantized_found``, merged into ``unquantized_roles``/``unquantized_layers`` and
-    named in ``notes``); ``record`` itself when the checkpoint has no headers to read.
+    """``record`` with its checkpoint's ``stored_weights`` (the headers named last in ``source``) and the 16-bit
+    roles and layers the headers show beyond the config (``unquantized_found``, merged into
+    ``unquantized_roles``/``unquantized_layers`` and named in ``notes``); ``record`` itself when the checkpoint
+    has no headers to read.
 
     >>> from gpusizer import catalog
     >>> with_stored_weights(catalog.model("llama-3.1-8b"), None).stored_weights is None
@@ -155,7 +156,9 @@ def with_stored_weights(record: Model, checkpoint: CheckpointTensors | None) -> 
     if checkpoint is None or stored is None:
         return record
     roles, layers = unquantized_found(checkpoint, record)
-    update: dict[str, object] = {"stored_weights": stored}
+    files = f"{checkpoint.files} file{'s' * (checkpoint.files != 1)}"
+    update: dict[str, object] = {"stored_weights": stored,
+                                 "source": (*record.source, f"safetensors headers: {files} beside the config")}
     if roles or layers:
         update["unquantized_roles"] = (*record.unquantized_roles, *roles)
         update["unquantized_layers"] = tuple(sorted({*record.unquantized_layers, *layers}))
