@@ -7,10 +7,13 @@ every byte count is derived by hand in the comments.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from safetensors.numpy import save_file
 from test_checkpoint_files import TINY, TINY_BYTES, run, tiny_tensors, write_awq, write_tiny
 
@@ -145,3 +148,26 @@ def test_multi_token_prediction_layers_and_a_tied_head_are_not_loaded(tmp_path: 
 ])
 def test_tensor_names_follow_transformers(name: str, part: str) -> None:
     assert hf.tensor_part(name, 61) == part
+
+
+NAMES = ["model.embed_tokens.weight", "lm_head.weight", "model.norm.weight", "model.layers.0.mlp.experts.3.w1.weight",
+         "model.layers.1.self_attn.q_proj.weight", "model.layers.1.self_attn.q_proj.bias",
+         "model.layers.5.mlp.gate_proj.weight", "mtp.fc.weight", "model.vision_tower.blocks.0.attn.qkv.weight"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.dictionaries(st.sampled_from(NAMES), st.tuples(st.sampled_from(["BF16", "I32", "F8_E4M3", "U8"]),
+                                                          st.lists(st.integers(1, 64), min_size=1, max_size=3))),
+       st.booleans())
+def test_every_stored_byte_is_sized_or_named_not_loaded(tensors: dict[str, tuple[str, list[int]]],
+                                                        tied: bool) -> None:
+    """Bytes are conserved: the parts of ``stored_weights`` and the modules left unloaded add up to the files."""
+    record = hf.from_hf_config(TINY | {"tie_word_embeddings": tied})
+    found = [hf.Tensor(name, dtype, tuple(shape), math.prod(shape) * hf.tensors.DTYPE_BITS[dtype] // 8, "m")
+             for name, (dtype, shape) in tensors.items()]
+    checkpoint = hf.CheckpointTensors(sum(t.bytes for t in found), "headers", 1, tuple(found))
+    s = hf.stored_weights(checkpoint, record)
+    assert s is not None
+    unloaded = sum(t.bytes for t in found if hf.tensor_part(t.name, record.num_layers, tied) == "not_loaded")
+    assert s.layers + s.experts + s.embedding + s.head + unloaded == checkpoint.total_bytes
+    assert 0 <= s.replicated <= s.layers and sum(size for _, size in s.by_type) + unloaded == checkpoint.total_bytes
