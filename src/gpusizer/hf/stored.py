@@ -59,9 +59,10 @@ _LAYER = re.compile(r"(^|\.)layers\.(\d+)\.")
 def tensor_part(name: str, num_layers: int, tied: bool = False) -> str:
     """The part of a checkpoint tensor by its name (``PARTS``; the module docstring gives the rules).
 
-    >>> [tensor_part(n, 2) for n in ("model.embed_tokens.weight", "lm_head.weight", "model.layers.1.mlp.experts.3.w1",
-    ...                              "model.layers.2.self_attn.q_proj.weight", "model.norm.weight")]
-    ['embedding', 'head', 'experts', 'not_loaded', 'layers']
+    >>> names = ("model.embed_tokens.weight", "lm_head.weight", "model.layers.1.mlp.experts.3.w1",
+    ...          "model.layers.2.self_attn.q_proj.weight", "model.norm.weight")
+    >>> print(*(tensor_part(n, 2) for n in names))
+    embedding head experts not_loaded layers
     """
     if _VISION.search(name):
         return "layers"
