@@ -145,6 +145,9 @@ def test_multi_token_prediction_layers_and_a_tied_head_are_not_loaded(tmp_path: 
     ("model.vision_tower.embeddings.patch_embedding.weight", "layers"),
     ("model.multi_modal_projector.linear_1.weight", "layers"),
     ("model.norm.weight", "layers"),
+    ("language_model.lm_head.weight", "head"),  # an older LLaVA checkpoint
+    ("language_model.model.embed_tokens.weight", "embedding"),
+    ("model.mtp_layers.0.input_layernorm.weight", "not_loaded"),  # MiMo
 ])
 def test_tensor_names_follow_transformers(name: str, part: str) -> None:
     assert hf.tensor_part(name, 61) == part

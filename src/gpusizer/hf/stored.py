@@ -25,8 +25,12 @@ GGUF file. The part of a tensor follows from its name, as transformers' modeling
   src/transformers/models/deepseek_v3/modeling_deepseek_v3.py); serving engines load them only for
   speculative decoding, as ``precision.stored_weight_bytes(include_mtp=False)`` counts;
 * ``layers``: everything else, the vision tower and projector included (``vision_tower``, ``visual``,
-  ``vision_model``, ``multi_modal_projector``, InternVL's ``mlp1``), of which tensors of at most one
-  dimension (norms, biases, per-tensor scales) are ``replicated`` under tensor parallelism, as for GGUF.
+  ``vision_model``, ``multi_modal_projector``, InternVL's ``mlp1``; ``LlavaModel.vision_tower`` and
+  ``multi_modal_projector``, whose older checkpoints name the text model ``language_model.model`` and the head
+  ``language_model.lm_head``: ``_checkpoint_conversion_mapping`` of
+  huggingface/transformers@00d3cdbeaab26587a543f75df7997a53a6fb146b:src/transformers/models/llava/modeling_llava.py),
+  of which tensors of at most one dimension (norms, biases, per-tensor scales) are ``replicated`` under tensor
+  parallelism, as for GGUF.
 
 ``unquantized_found`` reads which decoder roles a quantised checkpoint stores in 16-bit
 (``quantization.unquantized_parts`` of the 16-bit linear weights' module names), so that a role the
