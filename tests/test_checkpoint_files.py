@@ -309,8 +309,15 @@ def test_fit_sizes_a_cached_repo_and_reports_its_stored_bytes(monkeypatch: pytes
     data = json.loads(out)
     assert status == 0 and err == "" and data["model"] == "tiny-llama"
     assert data["checkpoint"] == {"source": "headers", "files": 1, "tensors": 21, "stored_bytes": TINY_BYTES,
-                                  "computed_bytes": TINY_BYTES, "difference": 0.0,
-                                  "bytes_by_dtype": {"F16": TINY_BYTES}, "kept_16bit": []}
+                                  "computed_bytes": TINY_BYTES, "difference": 0.0, "not_loaded_bytes": 0,
+                                  "kept_16bit": [], "undeclared_16bit": {"roles": [], "layers": []}}
+    # the bytes by part are stored_weights' (one place): the tiny Llama's F16 tensors, as the comment on TINY_BYTES
+    # counts them: embedding and head 16,384 x 2 B each, layers 73,984 + 64 parameters x 2 B, of which the
+    # 5 norms of 64 are replicated (640 B)
+    assert data["stored_weights"] == {
+        "total_bytes": TINY_BYTES, "layers_bytes": 148_096, "experts_bytes": 0, "embedding_bytes": 32_768,
+        "head_bytes": 32_768, "replicated_bytes": 640, "bytes_by_type": {"F16": TINY_BYTES}, "used": True,
+        "source": "safetensors headers: 1 file beside the config"}
     status, out, _ = run(capsys, "fit", "tiny-org/Tiny-Llama", "h100")
     assert status == 0 and "checkpoint: 213,632 bytes stored (21 tensors in 1 safetensors file); the config " \
                            "implies 213,632 bytes (+0.0%)" in out
@@ -322,7 +329,8 @@ def test_a_quantised_checkpoint_names_its_16_bit_weights_in_fit(tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     folder = write_awq(tmp_path / "awq")
     status, out, _ = run(capsys, "fit", str(folder), "h100")
-    assert status == 0 and "by dtype: F16 268,032 bytes, I32 148,608 bytes" in out
+    assert status == 0 and "stored weights  416,640 B = 0.42 MB (sized as stored): F16 0.27 MB (64.3%), " \
+                           "I32 0.15 MB (35.7%)" in out
     assert "kept in 16-bit (262,144 bytes): lm_head.weight, model.embed_tokens.weight" in out
 
 
@@ -401,7 +409,8 @@ def test_an_index_only_snapshot_gives_the_index_total(monkeypatch: pytest.Monkey
     status, out, _ = run(capsys, "fit", "tiny-org/Tiny-Llama", "h100", "--json")
     assert status == 0 and json.loads(out)["checkpoint"] | {"difference": 0.0} == {
         "source": "index", "files": 0, "tensors": 0, "stored_bytes": TINY_BYTES, "computed_bytes": TINY_BYTES,
-        "difference": 0.0, "bytes_by_dtype": {}, "kept_16bit": []}
+        "difference": 0.0, "not_loaded_bytes": 0, "kept_16bit": [], "undeclared_16bit": {"roles": [], "layers": []}}
+    assert "stored_weights" not in json.loads(out)  # no header read: the weights are the config's count
 
 
 def test_repo_ids_are_parsed_strictly() -> None:

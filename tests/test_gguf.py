@@ -18,10 +18,12 @@ gguf = pytest.importorskip("gguf")  # a test dependency (pyproject.toml: test, d
 
 from gguf import GGMLQuantizationType as T  # noqa: E402
 
-from gpusizer import estimate, parallel, precision, unpack  # noqa: E402
+from gpusizer import estimate, layouts, parallel, precision, unpack  # noqa: E402
 from gpusizer.cli import main  # noqa: E402
 from gpusizer.gguf import GGML_TYPES, LIMITS, from_gguf, read_header, read_parts, tensor_bytes  # noqa: E402
 from gpusizer.gguf.header import KEEP_ARRAY, KEEP_TOTAL, Skipped  # noqa: E402
+from gpusizer.offload import Offload  # noqa: E402
+from gpusizer.shortlister import screen  # noqa: E402
 
 
 def test_type_table_equals_gguf_py():
@@ -132,7 +134,8 @@ def test_stored_bytes_reach_the_numbers(tiny):
     counted = parallel.weight_parts(m, "q8_0")
     assert counted.embedding == 300 * 256 * 34 / 32  # q8_0 covers the embedding: 81,600 B
     e = estimate(m, "rtx-4090", engine="llama.cpp", context=4096)
-    assert e.memory.weights_bytes == TOTAL
+    assert e.memory.weights_bytes == LAYERS + HEAD  # token_embd stays in host memory (test_llama_cpp_keeps_...)
+    assert estimate(m, "rtx-4090", engine="vllm", context=4096).memory.weights_bytes == TOTAL
 
 
 def test_tied_embedding_is_streamed_as_the_head(tmp_path):
@@ -142,6 +145,50 @@ def test_tied_embedding_is_streamed_as_the_head(tmp_path):
     assert m.tie_embeddings and m.stored_weights.head == 0
     f = unpack.model_numbers(m, "q4_k_m", None, "fp16")
     assert f.stored_bytes == LAYERS + EMBEDDING and f.streamed_head_bytes == EMBEDDING
+
+
+def test_llama_cpp_keeps_the_token_embedding_in_host_memory(tiny, tmp_path):
+    """llama.cpp's input layer is the CPU's whatever -ngl says (dev_input; engines.vocabulary_on_gpu); the
+    output layer is on the GPU from -ngl 1 on, a tied embedding as its duplicate. vLLM holds both on the GPU."""
+    m = from_gguf(tiny)
+    options = dict(engine="llama.cpp", context=4096)
+    # -ngl 99 (every slot): the GPU holds the 2 layers and the head, 785,920 + 63,000 = 848,920 B; the host
+    # the embedding, 43,200 B; together the file's 892,120 B
+    o = estimate(m, "rtx-4090", **options, offload=Offload(gpu_layers=99)).offload
+    assert (o.gpu_weight_bytes, o.host_weight_bytes, o.total_weight_bytes) == (848_920, 43_200, TOTAL)
+    # -ngl 2: the head and 1 of 2 layers on the GPU, 785,920 / 2 + 63,000 = 455,960 B; the host the other
+    # layer and the embedding, 392,960 + 43,200 = 436,160 B
+    o = estimate(m, "rtx-4090", **options, offload=Offload(gpu_layers=2)).offload
+    assert (o.gpu_weight_bytes, o.host_weight_bytes) == (455_960, 436_160)
+    # -ngl 0: nothing on the GPU, the whole file on the host
+    o = estimate(m, "rtx-4090", **options, offload=Offload(gpu_layers=0)).offload
+    assert (o.gpu_weight_bytes, o.host_weight_bytes) == (0, TOTAL)
+    # tied: no output.weight; llama.cpp duplicates token_embd into the output layer on the GPU,
+    # 785,920 + 43,200 = 829,120 B, and keeps the original on the host
+    path = tmp_path / "tied.gguf"
+    write_llama(path, tied=True)
+    tied = from_gguf(path)
+    assert estimate(tied, "rtx-4090", **options).memory.weights_bytes == 829_120
+    o = estimate(tied, "rtx-4090", **options, offload=Offload()).offload
+    assert (o.gpu_weight_bytes, o.host_weight_bytes) == (829_120, 43_200)
+    # vLLM and SGLang load the embedding on the GPU as before
+    for engine in ("vllm", "sglang"):
+        assert estimate(m, "rtx-4090", engine=engine, context=4096).memory.weights_bytes == TOTAL
+        o = estimate(m, "rtx-4090", engine=engine, context=4096, offload=Offload(cpu_offload_bytes=0.0)).offload
+        assert (o.gpu_weight_bytes, o.host_weight_bytes) == (TOTAL, 0)
+
+
+def test_shortlist_and_layouts_size_the_stored_bytes(tiny):
+    """The shortlist's memory screen and llama.cpp's uneven layer split read the weights through
+    parallel.weight_parts, as estimate does: the file's bytes at its precision, counted at another."""
+    m = from_gguf(tiny)
+    assert screen._weight_bytes(m, None) == TOTAL
+    counted = parallel.weight_parts(m, "q8_0")
+    assert screen._weight_bytes(m, "q8_0") == counted.layers + counted.embedding + counted.head != TOTAL
+    # two GPUs, one layer each: the first holds 785,920 / 2 = 392,960 B (token_embd is the host's), the last
+    # its layer and the head, 392,960 + 63,000 = 455,960 B
+    split = layouts.uneven_layer_split(m, ["rtx-4090", "rtx-3090"], context=4096)
+    assert split.layers == (1, 1) and split.weights_bytes == (392_960, 455_960)
 
 
 def test_split_parts_are_summed(tmp_path):
@@ -225,7 +272,8 @@ def test_cli_fit_json(tiny, capsys):
     assert status == 0, err
     data = json.loads(out)
     assert data["model"] == "tiny" and data["weights"] == "q4_k_m" and data["context"] == 4096  # the model max
-    assert data["memory"]["weights_bytes"] == TOTAL
+    assert data["memory"]["weights_bytes"] == LAYERS + HEAD == 848_920  # the CUDA0 model buffer: no token_embd
+    assert data["engine_memory"]["model_buffer_bytes"] == 848_920
     # KV: 2 layers x 2 (K, V) x 2 heads x 64 x 2 B (f16) x 4,096 tokens = 4,194,304 B
     assert data["memory"]["kv_cache_bytes"] == 4_194_304
     stored = data["stored_weights"]

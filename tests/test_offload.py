@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gpusizer import estimate
+from gpusizer import catalog, estimate, parallel
 from gpusizer import offload as off
 from gpusizer.offload import Offload
 
@@ -99,7 +99,9 @@ def test_zero_offload_is_todays_answer(model, users):
     o = estimate(model, "rtx-4090", **MODEL | {"concurrency": users}, offload=Offload()).offload
     assert o.tpot_seconds_expected == plain.decode.tpot_seconds_expected
     assert o.headroom_bytes == plain.memory.headroom_bytes and o.fits == plain.fits
-    assert o.host_weight_bytes == 0.0
+    # llama.cpp keeps token_embd in host memory with every layer on the GPU: the embedding, at q4_k_m here
+    assert o.host_weight_bytes == parallel.weight_parts(catalog.model(model), "q4_k_m").embedding > 0
+    assert o.gpu_weight_bytes == plain.memory.weights_bytes
 
 
 @settings(max_examples=10, deadline=None)

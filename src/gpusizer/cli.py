@@ -167,16 +167,17 @@ def fit_json(result: Estimate) -> dict[str, Any]:
 
 
 def stored_weights_json(record: catalog.Model, result: Estimate) -> dict[str, Any] | None:
-    """``fit --json``'s ``stored_weights``: the bytes the model's files store (a GGUF file's tensors) by part
-    and by ggml type (the quant mix, largest first), and whether the estimate sized them (``used``: at the
-    file's own precisions); None for a model without them."""
+    """``fit --json``'s ``stored_weights``: the bytes the model's files store (a GGUF file's tensors, or those
+    of a safetensors checkpoint that serving loads) by part and by ggml or safetensors type (the quant mix,
+    largest first), whether the estimate sized them (``used``: at the files' own precisions) and the files
+    (``source``, the record's last); None for a model without them."""
     stored = record.stored_weights
     if stored is None:
         return None
     parts = {f"{part}_bytes": _bytes(getattr(stored, part)) for part in ("layers", "experts", "embedding", "head")}
     used = precision.stored_applies(record, result.weights, result.expert_weights, None)
     return {"total_bytes": sum(parts.values()), **parts, "replicated_bytes": _bytes(stored.replicated),
-            "bytes_by_type": dict(stored.by_type), "used": used, "source": record.source[0]}
+            "bytes_by_type": dict(stored.by_type), "used": used, "source": record.source[-1]}
 
 
 def stored_weights_text(data: dict[str, Any]) -> str:

@@ -35,7 +35,7 @@ from gpusizer.units import GiB
 
 __all__ = [
     "ENGINES", "KV_POOL_RULES", "EngineProfile", "device_capacity", "engine", "kv_pool_bytes", "non_torch_bytes",
-    "padded_expert_share", "padded_width", "share_of_free_pool_bytes", "static_share_pool_bytes",
+    "padded_expert_share", "padded_width", "share_of_free_pool_bytes", "static_share_pool_bytes", "vocabulary_on_gpu",
 ]
 
 
@@ -77,6 +77,9 @@ class EngineProfile(Record):
     mxfp4_intermediate_multiple: int = 1
     """Multiple the engine rounds an MXFP4 routed expert's intermediate width per tensor-parallel rank up
     to. [-]"""
+    input_embedding_on_host: bool = False
+    """The token embedding stays in host memory, its rows gathered by the CPU, and the GPU holds the output
+    layer (a tied embedding as its duplicate): llama.cpp's input layer, whose device is always the CPU. [bool]"""
     fraction_rule: Literal["fixed", "sglang", "sglang_v04"] = "fixed"
     """How the memory fraction in force follows from the GPU and the layout; a key of
     ``engine_defaults.FRACTION_RULES`` (``fixed``: ``memory_fraction`` as set)."""
@@ -164,8 +167,12 @@ ENGINES: dict[str, EngineProfile] = {
             batched_tokens=512,
             max_sequences=1,
             unified_memory_fraction=0.75,
+            input_embedding_on_host=True,
             source=(
                 "ggml-org/llama.cpp: n_ctx padded to 256; -ub 512 default; KV f16 for n_ctx = context x parallel",
+                "ggml-org/llama.cpp@a5410f046c01d01330c8a42f13b64a211fedf2c3:src/llama-model.cpp load_tensors: "
+                "dev_input is always the CPU (token_embd in host memory); a missing output.weight is token_embd "
+                "created again as TENSOR_DUPLICATED in the output layer's buffer",
                 "ggml-org/llama.cpp PR #23604: bare CUDA context 107-555 MiB by GPU",
                 "ggml-org/llama.cpp discussions: Metal recommendedMaxWorkingSetSize about 75 % of unified memory",
             ),
@@ -441,3 +448,21 @@ def padded_expert_share(
     h, part = number(hidden), -(-number(intermediate) // number(split))  # whole columns per rank
     return scalar_or_array(padded_width(h, hidden_multiple) / h
                            * padded_width(part, intermediate_multiple) / part)
+
+
+def vocabulary_on_gpu(embedding_bytes: Any, head_bytes: Any, output_bytes: Any, input_on_host: Any) -> tuple[Any, Any]:
+    r"""The token embedding and LM head a GPU holds, :math:`(W_{emb}, W_{head})` as stored, or
+    :math:`(0, W_{out})` where the engine keeps the input embedding in host memory
+    (``EngineProfile.input_embedding_on_host``: llama.cpp).
+
+    ``embedding_bytes`` and ``head_bytes`` (0 when tied) as stored, ``output_bytes`` :math:`W_{out}` the output
+    layer as the engine holds it: the head, or a tied embedding's duplicate (llama.cpp creates a missing
+    ``output.weight`` from ``token_embd`` again, ``TENSOR_DUPLICATED``, in the output layer's buffer:
+    ggml-org/llama.cpp@a5410f046c01d01330c8a42f13b64a211fedf2c3:src/llama-model.cpp ``load_tensors``, whose
+    ``dev_input`` is always the CPU). [B]
+
+    >>> vocabulary_on_gpu(10.0, 0.0, 10.0, True), vocabulary_on_gpu(10.0, 12.0, 12.0, False)
+    ((0.0, 10.0), (10.0, 12.0))
+    """
+    return (scalar_or_array(where(input_on_host, 0.0, number(embedding_bytes))),
+            scalar_or_array(where(input_on_host, number(output_bytes), number(head_bytes))))

@@ -460,10 +460,10 @@ def memory_numbers(
             e.mxfp4_intermediate_multiple,
         )
         expert_bytes = f.expert_bytes * where(f.mxfp4_experts, padding, 1.0)
-    weight_bytes = parallel.weights_per_gpu(
-        f.layer_bytes, f.replicated_bytes, expert_bytes, f.embedding_bytes, f.head_bytes,
-        num_layers=f.num_layers, num_experts=f.num_experts, tp=tp, pp=pp, ep=ep,
-    )
+    vocabulary = engines.vocabulary_on_gpu(f.embedding_bytes, f.head_bytes, f.streamed_head_bytes,
+                                           e.input_embedding_on_host)  # llama.cpp: token_embd on the host
+    weight_bytes = parallel.weights_per_gpu(f.layer_bytes, f.replicated_bytes, expert_bytes, *vocabulary,
+                                            num_layers=f.num_layers, num_experts=f.num_experts, tp=tp, pp=pp, ep=ep)
     activation = _by_name(e.activation, lambda kind: _ACTIVATION[kind](f, e, tp, ctx))
     non_torch = engines.non_torch_bytes(e.runtime_bytes, e.runtime_bytes_multi_gpu, count)
     runtime = non_torch + e.cuda_graph_bytes

@@ -275,7 +275,8 @@ class UnevenSplit:
     layers: tuple[int, ...]
     """Layers on each GPU. [-]"""
     weights_bytes: tuple[float, ...]
-    """Weights on each GPU (the embedding on the first, the LM head on the last). [B]"""
+    """Weights on each GPU: the output layer on the last (the LM head, or a tied embedding's duplicate); the
+    token embedding is in host memory (``engines.vocabulary_on_gpu``). [B]"""
     kv_cache_bytes: tuple[float, ...]
     """KV cache of ``concurrency`` sequences of ``context`` tokens on each GPU. [B]"""
     fits: tuple[bool, ...]
@@ -324,7 +325,9 @@ def uneven_layer_split(
         profile.batched_tokens, record.hidden_size, architecture.ffn_width_per_token(record), record.vocab_size)
     share = [n / record.num_layers for n in layers]
     first, last = 0, len(devices) - 1
-    held = [body * f + parts.embedding * (i == first) + parts.head * (i == last) for i, f in enumerate(share)]
+    embedding, head = engines.vocabulary_on_gpu(parts.embedding, parts.head, parts.head or parts.embedding,
+                                                profile.input_embedding_on_host)  # token_embd: host memory
+    held = [body * f + embedding * (i == first) + head * (i == last) for i, f in enumerate(share)]
     kv_bytes = [concurrency * per_sequence * f for f in share]
     fits = tuple(bool(h + k + buffer + profile.runtime_bytes <= d.capacity)
                  for h, k, d in zip(held, kv_bytes, devices, strict=True))

@@ -22,9 +22,13 @@ Three engine mechanisms (docs/offload.md has the derivations and references):
 
 The step: the GPU's share of the plain step (its fraction of the bytes the step streams, ``gpu_share``), plus
 the host's bytes at the host's memory bandwidth (llama.cpp) or over PCIe (vLLM), plus the activation copies.
-Deliberate omissions: CPU compute (the host part is memory bound at decode), the CPU's compute buffer, the
-token embedding (the memory breakdown keeps it with the GPU's weights as without offload), dense and MoE layers
-counted alike (``expert_bytes / num_layers`` per layer) and one GPU only.
+llama.cpp's token embedding is host memory whatever ``-ngl`` says (``dev_input`` is always the CPU, same
+commit; ``engines.vocabulary_on_gpu``): the memory breakdown leaves it out of the GPU's weights and the split
+adds it to the host's, while the output layer (the head, or a tied embedding's duplicate) is the GPU's from
+``-ngl 1`` on. A tied embedding with ``-ngl 0`` is counted twice on the host, as ``--no-mmap`` loads it (with
+mmap both views share the file's pages).
+Deliberate omissions: CPU compute (the host part is memory bound at decode), the CPU's compute buffer, dense
+and MoE layers counted alike (``expert_bytes / num_layers`` per layer) and one GPU only.
 """
 
 from __future__ import annotations
@@ -107,11 +111,13 @@ class Offloaded:
     cpu_offload_bytes: float
     """``--cpu-offload-gb`` asked or picked, in bytes (0 for ``layers``). [B]"""
     total_weight_bytes: Any
-    """Weights of the model on the GPU without offload (``MemoryBreakdown.weights_bytes``). [B]"""
+    """Weights in GPU and host memory together: the GPU's without offload (``MemoryBreakdown.weights_bytes``)
+    plus what the engine keeps in host memory anyway (llama.cpp's token embedding). [B]"""
     gpu_weight_bytes: Any
     """Weights left on the GPU. [B]"""
     host_weight_bytes: Any
-    """Weights in host memory; ``gpu_weight_bytes + host_weight_bytes = total_weight_bytes``. [B]"""
+    """Weights in host memory, the token embedding included for llama.cpp;
+    ``gpu_weight_bytes + host_weight_bytes = total_weight_bytes``. [B]"""
     gpu_kv_cache_bytes: Any
     host_kv_cache_bytes: Any
     """KV cache of the host layers (all of it with ``-nkvo``). [B]"""
@@ -296,12 +302,14 @@ def streamed_prefill_seconds(
 def _split(
     f: Any, e: Any, sizes: dict[str, Any], decode: Any, g: Any, m: Any, spec: Offload, offload_bytes: Any
 ) -> Any:
-    """Host weights, host KV and host streamed bytes of one split (``g``, ``m`` for layers, bytes for stream)."""
+    """Weights moved off the GPU, host KV and host streamed bytes of one split (``g``, ``m`` for layers, bytes
+    for stream). llama.cpp's output layer is the head, or a tied embedding's duplicate (``streamed_head_bytes``,
+    as ``engines.vocabulary_on_gpu`` puts it on the GPU)."""
     touched = 0.0 if not f.num_experts else minimum(number(decode.experts_touched) / f.num_experts, 1.0)
     if MODES[e.name] == "stream":
         weights = minimum(number(offload_bytes), number(sizes["weights_bytes"]))
         return weights, 0.0 * weights, decode.weight_bytes * weights / sizes["weights_bytes"]
-    weights = layer_split_bytes(f.layer_bytes, f.expert_bytes, f.head_bytes, f.num_layers, g, m)
+    weights = layer_split_bytes(f.layer_bytes, f.expert_bytes, f.streamed_head_bytes, f.num_layers, g, m)
     streamed = layer_split_bytes(f.layer_bytes, f.expert_bytes * touched, f.streamed_head_bytes, f.num_layers, g, m)
     kv = host_kv_bytes(sizes["kv_cache_bytes"], f.num_layers, g, spec.kv_on_host)
     return weights, kv, streamed + where(spec.kv_on_host, decode.kv_bytes, decode.kv_bytes * kv / maximum(
@@ -394,7 +402,8 @@ def offload(
     stream = MODES[engine.name] == "stream"
     pool = _pool(engine, sizes, sizes["weights_bytes"] - weights)
     headroom = memory.headroom_bytes(pool, sizes["kv_cache_bytes"] - kv)
-    host_total, gpu_kv = weights + kv, sizes["kv_cache_bytes"] - kv
+    resident = where(engine.input_embedding_on_host, number(f.embedding_bytes), 0.0)  # llama.cpp's token_embd
+    host_total, gpu_kv = weights + resident + kv, sizes["kv_cache_bytes"] - kv
     host_fits = None if spec.host_memory is None else scalar_or_array(host_total <= spec.host_memory)
     share = gpu_share(decode.weight_bytes + decode.kv_bytes, streamed)
     crossings = 0.0 if stream else activation_crossings(m, g, L)
@@ -408,8 +417,9 @@ def offload(
                                      0 if stream else PREFILL_OFFLOAD_BATCH)
     return Offloaded(
         mode=MODES[engine.name], gpu_layers=None if stream else int(g), cpu_moe_layers=int(m),
-        cpu_offload_bytes=moved if stream else 0.0, total_weight_bytes=sizes["weights_bytes"],
-        gpu_weight_bytes=sizes["weights_bytes"] - weights, host_weight_bytes=weights,
+        cpu_offload_bytes=moved if stream else 0.0,
+        total_weight_bytes=scalar_or_array(sizes["weights_bytes"] + resident),
+        gpu_weight_bytes=sizes["weights_bytes"] - weights, host_weight_bytes=scalar_or_array(weights + resident),
         gpu_kv_cache_bytes=scalar_or_array(sizes["kv_cache_bytes"] - kv), host_kv_cache_bytes=scalar_or_array(kv),
         host_bytes=scalar_or_array(host_total), host_memory_bytes=spec.host_memory, host_fits=host_fits,
         kv_pool_bytes=maximum(pool, 0.0), headroom_bytes=scalar_or_array(headroom),

@@ -355,8 +355,8 @@ class Published(Record):
 
 class StoredWeights(Record):
     """A model's weights as its files store them, in the parts layouts treat apart (``parallel.WeightParts``),
-    read from the files' tensor headers (a GGUF file: ``gpusizer.gguf``). Sizing at the checkpoint's own
-    precision uses these bytes instead of counting parameters times bits."""
+    read from the files' tensor headers (a GGUF file: ``gpusizer.gguf``; safetensors: ``hf.with_stored_weights``).
+    Sizing at the checkpoint's own precision uses these bytes instead of counting parameters times bits."""
 
     layers: NonNegativeFloat
     """Decoder layers without routed experts, embedding or head; vectors included. [B]"""
@@ -369,7 +369,8 @@ class StoredWeights(Record):
     head: NonNegativeFloat = 0.0
     """LM head (0 when tied to the embedding). [B]"""
     by_type: tuple[tuple[str, int], ...] = ()
-    """Bytes by storage type (``("Q4_K", 3_900_000_000)``, ...), largest first: the file's quant mix. [B]"""
+    """Bytes by storage type (ggml ``("Q4_K", 3_900_000_000)`` or safetensors ``("I32", ...)``), largest first:
+    the files' quant mix. [B]"""
 
 
 class Model(Presented, Record):

@@ -225,6 +225,9 @@ def model(name: str, what: str = "MODEL") -> catalog.Model:
 def resolve_model(name: str, what: str = "MODEL", *, cache: bool = True) -> tuple[catalog.Model, Path | None]:
     """The model a command names, and the checkpoint folder it was read from (None for a catalogue id).
 
+    A checkpoint's safetensors headers give the record its ``stored_weights`` (``hf.with_stored_weights``), as a
+    GGUF file's header does, so that every command sizes its weights as stored at its own precision.
+
     In this order: an existing path to a ``.gguf`` file (``gguf_model``: any part of a split one), to a
     Hugging Face config.json or to a folder holding one; a catalogue
     id; a repo id ``ORG/NAME`` (or ``ORG/NAME@REVISION``) in the local Hugging Face cache
@@ -234,7 +237,8 @@ def resolve_model(name: str, what: str = "MODEL", *, cache: bool = True) -> tupl
     ------
     CommandError
         An empty or over-long name (status 2), or a path whose config.json is missing, a directory,
-        a FIFO, oversize or unreadable, or a repo id that is not cached (status 1).
+        a FIFO, oversize or unreadable, a safetensors header or index ``hf.read_checkpoint`` refuses, or a
+        repo id that is not cached (status 1).
     KeyError
         An unknown catalogue id that is not a repo id, or any unknown id when ``cache`` is False
         (naming the closest ones).
@@ -261,7 +265,12 @@ def resolve_model(name: str, what: str = "MODEL", *, cache: bool = True) -> tupl
         path = _cached(name, what)
     folder = path if path.is_dir() else path.parent
     input_file(folder / "config.json" if path.is_dir() else path, what)
-    return hf.from_hf_config(path), folder
+    record = hf.from_hf_config(path)
+    try:  # the safetensors headers alone, bounded by hf.MAX_HEADER_BYTES each
+        found = hf.read_checkpoint(folder)
+    except (ValueError, OSError) as error:
+        raise CommandError(f"{what}: {error}", ENVIRONMENT) from None
+    return hf.with_stored_weights(record, found), folder
 
 
 def _cached(name: str, what: str) -> Path:

@@ -4,7 +4,9 @@
 mapping. From a folder (or beside a ``config.json``) it also reads ``hf_quant_config.json``
 (NVIDIA ModelOpt) for the checkpoint precision. ``read_checkpoint`` reads every tensor's dtype, shape
 and stored bytes from the safetensors headers (``tensors``), ``checkpoint_bytes`` their total and
-``cross_check`` compares it with the bytes the config implies. ``snapshot_folder`` finds a repo id
+``cross_check`` compares it with the bytes the config implies; ``with_stored_weights`` gives the record its
+``stored_weights`` (every tensor in the parts layouts treat apart, ``stored``), which size its weights at the
+checkpoint's own precision as for a GGUF file. ``snapshot_folder`` finds a repo id
 (``ORG/NAME``) in the local Hugging Face cache, offline (``cache``).
 
 What is read
@@ -53,8 +55,8 @@ Package layout
 ``section`` (bounded JSON reading, ``Section``), ``patterns`` (pieces the readers share), ``dense`` and
 ``moe`` (one reader per architecture), ``model_types`` (the table of readers and transformers
 defaults, the generic reader), ``vision`` (towers of multimodal wrappers), ``quantization``
-(precision), ``tensors`` (safetensors headers), ``cache`` (the local Hugging Face cache),
-``checkpoint`` (the entry points). Import the public names from ``gpusizer.hf``.
+(precision), ``tensors`` (safetensors headers), ``stored`` (their bytes by part), ``cache`` (the local
+Hugging Face cache), ``checkpoint`` (the entry points). Import the public names from ``gpusizer.hf``.
 
 Deliberate omissions: rotary settings, logit soft-capping, attention temperature and other knobs that
 change neither parameter counts nor cache sizes;
@@ -74,6 +76,7 @@ from gpusizer.hf.checkpoint import (
 )
 from gpusizer.hf.quantization import quantization_methods
 from gpusizer.hf.section import LIMITS, MAX_CONFIG_BYTES, MAX_INDEX_BYTES, ConfigAssumptionWarning
+from gpusizer.hf.stored import stored_weights, tensor_part, unquantized_found, with_stored_weights
 from gpusizer.hf.tensors import MAX_HEADER_BYTES, CheckpointTensors, Tensor, kept_16bit, read_checkpoint, read_header
 
 __all__ = [
@@ -99,4 +102,8 @@ __all__ = [
     "read_checkpoint",
     "read_header",
     "snapshot_folder",
+    "stored_weights",
+    "tensor_part",
+    "unquantized_found",
+    "with_stored_weights",
 ]

@@ -270,7 +270,8 @@ def cross_check(record: Model, checkpoint: CheckpointTensors) -> tuple[float, fl
         warnings.warn(
             f"{record.id}: the checkpoint stores {checkpoint.total_bytes:,} bytes of tensors "
             f"({checkpoint.source}), {difference:+.1%} from the {computed:,.0f} bytes its config implies at "
-            f"{record.expert_weights or record.weights}; memory is sized from the config",
+            f"{record.expert_weights or record.weights}; memory is sized from "
+            f"{'the tensors as stored' if record.stored_weights is not None else 'the config'}",
             StoredBytesWarning, stacklevel=2)
     return computed, difference
 

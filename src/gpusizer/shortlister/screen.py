@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusizer import architecture, catalog, engine_defaults, engines, precision, serving
+from gpusizer import architecture, catalog, engine_defaults, engines, parallel, precision, serving
 from gpusizer import prefix_cache as caching
 from gpusizer.estimator import estimate
 from gpusizer.serving import SLO, Workload
@@ -162,11 +162,13 @@ def _unloaded_miss(sized: Any, slo: SLO, prompts: np.ndarray, shortest: float) -
 
 
 def _weight_bytes(record: catalog.Model, weights: str | None) -> float:
-    """Bytes of the stored weights at ``weights`` (all GPUs together), for a quick memory screen."""
-    numbers = _parameter_counts(record)
-    w = precision.precision(weights if weights is not None else record.weights)
+    """Bytes of the weights at ``weights`` (all GPUs together), for a quick memory screen: through
+    ``parallel.weight_parts``, the seam ``estimate`` sizes them by, so that a model's files
+    (``Model.stored_weights``) are counted as stored at their own precision and any other is counted."""
+    w = weights if weights is not None else record.weights
     experts = None if weights is not None or record.expert_weights is None else record.expert_weights
-    return float(precision.stored_weight_bytes(numbers, w, experts, record.activation_dtype))
+    parts = parallel.weight_parts(record, w, experts, record.activation_dtype)
+    return float(parts.layers + parts.experts + parts.embedding + parts.head)
 
 
 _Key = tuple[catalog.GPU, str | None, int, str]
