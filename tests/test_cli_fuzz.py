@@ -26,7 +26,7 @@ def test_fuzzer_is_deterministic():
     import random
 
     files = {k: k for k in ("measurements", "vllm", "missing", "dir", "loop", "unreadable", "oversize", "empty",
-                            "deep", "out", "fifo", "config", "calibration")}
+                            "deep", "out", "fifo", "config", "calibration", "gguf", "hostile_gguf")}
     first = [fuzzer.arguments(random.Random(7), files) for _ in range(3)]
     again = [fuzzer.arguments(random.Random(7), files) for _ in range(3)]
     assert first == again

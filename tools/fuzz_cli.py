@@ -4,9 +4,11 @@
 
 Each run takes a valid command line and applies one to three mutations (a bad, huge or empty value,
 an unknown id, an odd flag, a path to a missing, directory, FIFO, symlink-loop, unreadable or
-oversize file, ``/dev/full`` as ``-o``). A run passes when nothing but ``SystemExit`` escapes and the
-exit status is 0, 1 or 2. The script prints the number of runs and of failures (tracebacks) and
-exits 1 if there was any. ``tests/test_cli_fuzz.py`` runs a shorter, seeded series.
+oversize file, a hostile GGUF header, ``/dev/full`` as ``-o``). Repo ids resolve in a Hugging Face
+cache made in the temporary folder (``HF_HUB_CACHE``): one config, and one beside a truncated
+safetensors. A run passes when nothing but ``SystemExit`` escapes and the exit status is 0, 1 or 2.
+The script prints the number of runs and of failures (tracebacks) and exits 1 if there was any.
+``tests/test_cli_fuzz.py`` runs a shorter, seeded series.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ BASES = [
     ["fit", "qwen3-30b-a3b", "rtx-4090", "--engine", "llama.cpp", "--weights", "q4_k_m", "--prompt", "2k"],
     ["fit", "llama-3.1-8b", "h100", "--calibration", "{calibration}"],
     ["fit", "{config}", "l40s", "--layout", "tp", "--json"],
+    ["fit", "{gguf}", "rtx-4090", "--engine", "llama.cpp", "--offload", "1", "--json"],
+    ["fit", "tiny-org/tiny-llama", "h100", "--context", "4k"],
+    ["fit", "tiny-org/broken", "h100"], ["fit", "tiny-org/not-cached@main", "h100"],
     ["gpus"], ["models", "--json"],
     ["layouts", "llama-3.1-70b", "h100", "--gpus", "8", "--weights", "fp8"],
     ["layouts", "llama-3.1-8b", "rtx-4090", "--gpus", "2", "--objective", "throughput", "--json"],
@@ -84,6 +89,7 @@ def make_files(folder: Path) -> dict[str, str]:
         '"torch_dtype": "bfloat16"}'
     )
     files["config"] = str(config)
+    files.update(_model_files(folder, config / "config.json"))
     calibration = folder / "calibration.toml"
     files["calibration"] = str(calibration)
     if hasattr(os, "mkfifo"):
@@ -91,9 +97,52 @@ def make_files(folder: Path) -> dict[str, str]:
     return files
 
 
+def _model_files(folder: Path, config: Path) -> dict[str, str]:
+    """A tiny GGUF (written with llama.cpp's gguf package when it is installed; else the hostile one), a GGUF
+    header declaring 2**60 tensors, and a Hugging Face cache holding ``config`` (``tiny-org/tiny-llama``) and
+    ``config`` beside a truncated safetensors file (``tiny-org/broken``)."""
+    hostile = folder / "hostile.gguf"
+    hostile.write_bytes(b"GGUF" + (3).to_bytes(4, "little") + (2**60).to_bytes(8, "little") + bytes(8))
+    files = {"hostile_gguf": str(hostile), "gguf": str(hostile)}
+    try:
+        import gguf
+        import numpy as np
+    except ImportError:
+        gguf = None
+    if gguf is not None:
+        path, writer = folder / "tiny.gguf", gguf.GGUFWriter(str(folder / "tiny.gguf"), "llama")
+        for key, value in (("context_length", 4096), ("block_count", 1), ("embedding_length", 64),
+                           ("feed_forward_length", 128), ("head_count", 4), ("head_count_kv", 2)):
+            getattr(writer, f"add_{key}")(value)
+        shapes = {"token_embd.weight": (32, 64), "output.weight": (32, 64), "output_norm.weight": (64,),
+                  "blk.0.attn_q.weight": (64, 64), "blk.0.attn_k.weight": (32, 64), "blk.0.attn_v.weight": (32, 64),
+                  "blk.0.attn_output.weight": (64, 64), "blk.0.ffn_gate.weight": (128, 64),
+                  "blk.0.ffn_up.weight": (128, 64), "blk.0.ffn_down.weight": (64, 128),
+                  "blk.0.attn_norm.weight": (64,), "blk.0.ffn_norm.weight": (64,)}
+        for name, shape in shapes.items():
+            writer.add_tensor(name, np.ones(shape, dtype=np.float32))
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+        files["gguf"] = str(path)
+    for name, broken in (("tiny-llama", False), ("broken", True)):
+        repo = folder / "hub" / f"models--tiny-org--{name}"
+        snapshot = repo / "snapshots" / ("0" * 40)
+        snapshot.mkdir(parents=True)
+        (repo / "refs").mkdir()
+        (repo / "refs" / "main").write_text("0" * 40)
+        shutil.copyfile(config, snapshot / "config.json")
+        if broken:  # a header length of 2**40 in a 9-byte file
+            (snapshot / "model.safetensors").write_bytes((2**40).to_bytes(8, "little") + b"{")
+    os.environ["HF_HUB_CACHE"] = str(folder / "hub")
+    return files
+
+
 def paths(files: dict[str, str]) -> list[str]:
     """The bad and odd paths a mutation may use."""
-    keys = ("missing", "dir", "loop", "unreadable", "oversize", "empty", "deep", "fifo", "config", "vllm")
+    keys = ("missing", "dir", "loop", "unreadable", "oversize", "empty", "deep", "fifo", "config", "vllm", "gguf",
+            "hostile_gguf")
     return [files[k] for k in keys] + ["/dev/full", "/dev/null", "/dev/zero", "."]
 
 
@@ -145,7 +194,7 @@ def fuzz(runs: int, seed: int) -> tuple[list[tuple[list[str], str]], Counter[obj
     rng = random.Random(seed)
     failures: list[tuple[list[str], str]] = []
     statuses: Counter[object] = Counter()
-    home = os.getcwd()
+    home, cache = os.getcwd(), os.environ.get("HF_HUB_CACHE")
     with tempfile.TemporaryDirectory() as folder:
         files = make_files(Path(folder))
         os.chdir(folder)  # relative -o names land in the temporary folder
@@ -153,6 +202,10 @@ def fuzz(runs: int, seed: int) -> tuple[list[tuple[list[str], str]], Counter[obj
             _runs(main, rng, files, folder, runs, failures, statuses)
         finally:
             os.chdir(home)
+            if cache is None:
+                os.environ.pop("HF_HUB_CACHE", None)
+            else:
+                os.environ["HF_HUB_CACHE"] = cache
     return failures, statuses
 
 
