@@ -23,7 +23,7 @@ from safetensors.numpy import save_file
 
 from gpusizer import hf
 from gpusizer.cli import main
-from gpusizer.commands import common
+from gpusizer.commands import common, model_argument
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
@@ -298,8 +298,8 @@ def test_a_repo_id_resolves_through_refs_to_its_snapshot(monkeypatch: pytest.Mon
     for revision in ("v2", "0" * 40):
         with pytest.raises(hf.NotCachedError, match=f"revision '{revision}' of tiny-org/Tiny-Llama is not"):
             hf.snapshot_folder("tiny-org/Tiny-Llama", revision)
-    record, folder = common.resolve_model("tiny-org/Tiny-Llama@v1.0")
-    assert folder == snapshot and record.id == "tiny-llama" and record.num_kv_heads == 2
+    record, read = model_argument.resolve_model("tiny-org/Tiny-Llama@v1.0")
+    assert read is not None and read.folder == snapshot and record.id == "tiny-llama" and record.num_kv_heads == 2
 
 
 def test_fit_sizes_a_cached_repo_and_reports_its_stored_bytes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,

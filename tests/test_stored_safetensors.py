@@ -18,7 +18,7 @@ from safetensors.numpy import save_file
 from test_checkpoint_files import TINY, TINY_BYTES, run, tiny_tensors, write_awq, write_tiny
 
 from gpusizer import estimate, hf, parallel, precision, unpack
-from gpusizer.commands import common
+from gpusizer.commands import model_argument
 
 # write_awq (hidden 128, 2 layers, FFN 256, vocab 512, AWQ 4-bit group 128), by part (test_checkpoint_files):
 #   linears 153,216 B (I*O*133/256 over 294,912 weights) and norms 5 x 128 x 2 = 1,280 B, all replicated;
@@ -28,7 +28,7 @@ AWQ_TOTAL = AWQ_LAYERS + 2 * AWQ_TABLE
 
 
 def test_the_tensors_of_a_tiny_checkpoint_are_classified_by_name(tmp_path: Path) -> None:
-    record, _ = common.resolve_model(str(write_tiny(tmp_path / "tiny")))
+    record, _ = model_argument.resolve_model(str(write_tiny(tmp_path / "tiny")))
     s = record.stored_weights
     # F16: embedding and head 256 x 64 x 2 = 32,768 B each; layers 2 x 36,992 + 64 (final norm) params x 2 B
     # = 148,096 B, of which the 2 x 2 + 1 norms of 64 are replicated: 640 B
@@ -57,7 +57,7 @@ def test_fit_sizes_the_weights_from_the_stored_bytes_not_the_config(tmp_path: Pa
 
 
 def test_a_quantised_checkpoint_weighs_what_its_tensors_store(tmp_path: Path) -> None:
-    record, _ = common.resolve_model(str(write_awq(tmp_path / "awq")))
+    record, _ = model_argument.resolve_model(str(write_awq(tmp_path / "awq")))
     s = record.stored_weights
     assert s is not None and (s.layers, s.replicated, s.embedding, s.head) == (AWQ_LAYERS, AWQ_REPLICATED,
                                                                                 AWQ_TABLE, AWQ_TABLE)
@@ -69,7 +69,7 @@ def test_a_quantised_checkpoint_weighs_what_its_tensors_store(tmp_path: Path) ->
 
 
 def test_tensor_parallelism_splits_the_matrices_and_replicates_the_vectors(tmp_path: Path) -> None:
-    record, _ = common.resolve_model(str(write_awq(tmp_path / "awq")))
+    record, _ = model_argument.resolve_model(str(write_awq(tmp_path / "awq")))
     e = estimate(record, "h100", gpus=2, layout="tp2", context=1024)
     # (154,496 - 1,280) / 2 + 1,280 replicated + (131,072 + 131,072) / 2 vocabulary-parallel = 208,960 B
     assert e.memory.weights_bytes == (AWQ_LAYERS - AWQ_REPLICATED) / 2 + AWQ_REPLICATED + AWQ_TABLE == 208_960
@@ -92,7 +92,7 @@ def test_undeclared_16_bit_attention_is_named_and_counted(tmp_path: Path, capsys
                    stem + ".scales": np.zeros((inp // 128, out), np.float16)}
     save_file(arrays, str(folder / "model.safetensors"))
     assert "modules_to_not_convert" not in config["quantization_config"]
-    record, _ = common.resolve_model(str(folder))
+    record, _ = model_argument.resolve_model(str(folder))
     assert record.unquantized_roles == ("attention",) and "attention in every layer in 16-bit" in record.notes
     # attention per layer q, o 128 x 128 + k, v 64 x 128 = 49,152 params x 2 B x 2 layers = 196,608 B in F16;
     # the FFN 3 x 256 x 128 x 2 layers = 196,608 weights x 133/256 = 102,144 B; norms, tables 263,424 B
@@ -121,7 +121,7 @@ def test_multi_token_prediction_layers_and_a_tied_head_are_not_loaded(tmp_path: 
     tied = tmp_path / "tied"
     write_tiny(tied)
     (tied / "config.json").write_text(json.dumps(TINY | {"tie_word_embeddings": True}))
-    record, _ = common.resolve_model(str(tied))
+    record, _ = model_argument.resolve_model(str(tied))
     assert record.stored_weights is not None and record.stored_weights.head == 0  # lm_head.weight is not loaded
     assert record.stored_weights.embedding == 32_768
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gpusizer import architecture, catalog, engines, precision, units
-from gpusizer.commands import bars, common
+from gpusizer.commands import bars, common, model_argument
 from gpusizer.commands import checkpoint as checkpointing
 from gpusizer.commands import images as imaging
 from gpusizer.commands import lora as adapting
@@ -30,8 +30,8 @@ from gpusizer.estimator import Estimate, estimate
 GB, GiB = units.GB, units.GiB
 
 
-#: The model argument of every command: ``gpusizer.commands.common.model``.
-model = common.model
+#: The model argument of every command: ``gpusizer.commands.model_argument.model``.
+model = model_argument.model
 
 
 #: Examples shown at the end of ``--help``, per command ("" for the top-level parser).
@@ -389,8 +389,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _fit(args: argparse.Namespace) -> str:
-    record, folder = common.resolve_model(args.model)
-    checkpoint = checkpointing.summary(record, folder)
+    record, read = model_argument.resolve_model(args.model)
+    checkpoint = checkpointing.summary(record, read)
     context = common.default_context(record, args.context)
     common.check_context(record, context, args.prompt, args.allow_beyond_max_context)
     options = dict(weights=args.weights, kv_cache=args.kv_cache, context=context, concurrency=args.concurrency,

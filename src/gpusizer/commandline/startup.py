@@ -15,7 +15,7 @@ from gpusizer import catalog, engine_defaults, engines, estimator, hf, units
 from gpusizer import offload as offloading
 from gpusizer.commandline.flags import LLAMA_CPP_AUTO_SLOTS, VLLM_LARGE_GPU_BYTES
 from gpusizer.commandline.reader import EngineCommand
-from gpusizer.commands import common
+from gpusizer.commands import common, model_argument
 
 __all__ = ["Prediction", "inputs", "predict", "resolve_model", "sglang_fraction", "startup_lines"]
 
@@ -68,7 +68,7 @@ class Prediction:
 def resolve_model(name: str) -> tuple[catalog.Model, str | None]:
     """The catalogue model a command's model string names, and the weight precision its name says.
 
-    The string goes through ``commands.common.resolve_model`` (catalogue id, or a local config.json /
+    The string goes through ``commands.model_argument.resolve_model`` (catalogue id, or a local config.json /
     checkpoint); an unknown id is then matched to a catalogue entry by its Hugging Face repo
     (``Model.hf_repo``, case-insensitive) or by the repo's last part less precision and ``-Instruct``-style
     suffixes; a repo id that matches none is looked up in the local Hugging Face cache last.
@@ -85,7 +85,7 @@ def resolve_model(name: str) -> tuple[catalog.Model, str | None]:
     hint = NAME_PRECISION.get(tag) or next((NAME_PRECISION[s] for s in sorted(NAME_PRECISION, key=len, reverse=True)
                                             if re.search(rf"[-_.]{re.escape(s)}$", stem)), None)
     try:
-        return common.resolve_model(name, cache=False)[0], hint
+        return model_argument.resolve_model(name, cache=False)[0], hint
     except KeyError as error:
         wanted = name.lower().split(":")[0]
         for record in catalog.models():
@@ -100,7 +100,7 @@ def resolve_model(name: str) -> tuple[catalog.Model, str | None]:
             except KeyError:
                 continue
         if hf.parse_repo_id(name) is not None:
-            return common.model(name), hint  # the local Hugging Face cache, or one line saying it is not there
+            return model_argument.model(name), hint  # the local Hugging Face cache, or one line saying it is not there
         raise error from None
 
 

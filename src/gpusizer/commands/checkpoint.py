@@ -1,21 +1,20 @@
 """What a checkpoint's files hold against what its config implies: ``fit``'s ``checkpoint`` object and its text.
 
-For a MODEL read from a checkpoint folder or the Hugging Face cache, ``summary`` reads the safetensors
-headers (``hf.read_checkpoint``) and cross-checks their total against the weight bytes the config
-implies (``hf.cross_check``, which warns past 1 %); ``text`` shows it under ``fit``'s breakdown. The bytes
-the estimate sizes, by part and by dtype, are ``fit``'s ``stored_weights`` (the record's, from the same
-headers: ``hf.with_stored_weights``); this object holds only the cross-check: the files' total, the
-modules serving does not load, and the 16-bit weights of a quantised checkpoint.
+For a MODEL read from a checkpoint folder or the Hugging Face cache, ``summary`` takes the safetensors
+headers ``commands.model_argument.resolve_model`` read (``hf.read_checkpoint``) and cross-checks their total
+against the weight bytes the config implies (``hf.cross_check``, which warns past 1 %); ``text`` shows it
+under ``fit``'s breakdown. The bytes the estimate sizes, by part and by dtype, are ``fit``'s
+``stored_weights`` (the record's, from the same headers: ``hf.with_stored_weights``); this object holds only
+the cross-check: the files' total, the modules serving does not load, and the 16-bit weights of a
+quantised checkpoint.
 """
 
 from __future__ import annotations
 
-import warnings
-from pathlib import Path
 from typing import Any
 
 from gpusizer import catalog, hf
-from gpusizer.commands.common import ENVIRONMENT, CommandError
+from gpusizer.commands.model_argument import Checkpoint
 from gpusizer.units import GB
 
 __all__ = ["summary", "text"]
@@ -24,9 +23,9 @@ __all__ = ["summary", "text"]
 SHOWN_PATTERNS = 6
 
 
-def summary(record: catalog.Model, folder: Path | None) -> dict[str, Any] | None:
+def summary(record: catalog.Model, checkpoint: Checkpoint | None) -> dict[str, Any] | None:
     """``fit --json``'s ``checkpoint`` object: the files' bytes against the config's; None when
-    ``folder`` is None or holds no safetensors (nor their index).
+    ``checkpoint`` is None or its folder holds no safetensors (nor their index).
 
     Keys: ``source`` (``"headers"`` or ``"index"``), ``files``, ``tensors``, ``stored_bytes`` (every tensor
     of the files), ``computed_bytes`` (the weights the config implies at the checkpoint precisions,
@@ -36,23 +35,10 @@ def summary(record: catalog.Model, folder: Path | None) -> dict[str, Any] | None
     quantised checkpoint keeps in BF16/F16; empty otherwise) and ``undeclared_16bit`` (``{"roles", "layers"}``
     of those the quantization config does not declare: ``hf.unquantized_found``, counted in the record's
     ``unquantized_roles``/``unquantized_layers``).
-
-    Raises
-    ------
-    CommandError
-        Status 1, naming the file: a header or index ``hf.read_checkpoint`` refuses.
     """
-    if folder is None:
+    if checkpoint is None or checkpoint.tensors is None:
         return None
-    try:
-        found = hf.read_checkpoint(folder)
-    except (ValueError, OSError) as error:
-        raise CommandError(f"MODEL: {error}", ENVIRONMENT) from None
-    if found is None:
-        return None
-    with warnings.catch_warnings():  # the config's assumptions were warned about when the record was read
-        warnings.simplefilter("ignore")
-        declared = hf.from_hf_config(folder)
+    found, declared = checkpoint.tensors, checkpoint.declared
     # what the config alone implies; the warning says whether the estimate sized the tensors as stored
     computed, difference = hf.cross_check(declared.model_copy(update={"stored_weights": record.stored_weights}),
                                           found)

@@ -1,5 +1,5 @@
-"""What every command shares: argument types with documented limits, the model argument, input and
-output files, strict JSON and the error every command exits with.
+"""What every command shares: argument types with documented limits, input and output files, strict JSON
+and the error every command exits with (the model argument is ``commands.model_argument``).
 
 Errors are ``CommandError`` (a message naming the argument and an exit status: 2 for a bad value,
 1 for the environment: a missing or unreadable file, a full disk); ``gpusizer.cli.main`` prints them
@@ -39,16 +39,13 @@ __all__ = [
     "default_context",
     "duration",
     "finite",
-    "gguf_model",
     "gpu_count",
     "help_options",
     "input_file",
     "json_text",
     "kv_cache",
-    "model",
     "positive_number",
     "positive_tokens",
-    "resolve_model",
     "service",
     "share",
     "tokens",
@@ -214,102 +211,6 @@ def service(args: argparse.Namespace, rate: float) -> tuple[Any, Any]:
         return workload, None
     return workload, SLO(ttft_p95=args.ttft_p95, tpot_p95=args.tpot_p95, e2e_p95=args.e2e_p95,
                          quantile=args.quantile)
-
-
-def model(name: str, what: str = "MODEL") -> catalog.Model:
-    """The model a command names: a checkpoint path, a ``.gguf`` file, a catalogue id or a repo id in the
-    Hugging Face cache (``resolve_model``, whose record it returns)."""
-    return resolve_model(name, what)[0]
-
-
-def resolve_model(name: str, what: str = "MODEL", *, cache: bool = True) -> tuple[catalog.Model, Path | None]:
-    """The model a command names, and the checkpoint folder it was read from (None for a catalogue id).
-
-    A checkpoint's safetensors headers give the record its ``stored_weights`` (``hf.with_stored_weights``), as a
-    GGUF file's header does, so that every command sizes its weights as stored at its own precision.
-
-    In this order: an existing path to a ``.gguf`` file (``gguf_model``: any part of a split one), to a
-    Hugging Face config.json or to a folder holding one; a catalogue
-    id; a repo id ``ORG/NAME`` (or ``ORG/NAME@REVISION``) in the local Hugging Face cache
-    (``hf.snapshot_folder``, offline: gpusizer never downloads), unless ``cache`` is False.
-
-    Raises
-    ------
-    CommandError
-        An empty or over-long name (status 2), or a path whose config.json is missing, a directory,
-        a FIFO, oversize or unreadable, a safetensors header or index ``hf.read_checkpoint`` refuses, or a
-        repo id that is not cached (status 1).
-    KeyError
-        An unknown catalogue id that is not a repo id, or any unknown id when ``cache`` is False
-        (naming the closest ones).
-    """
-    if not name.strip():
-        raise CommandError(f"{what}: empty; give a catalogue id (gpusizer models) or a path to a config.json")
-    if len(name) > 4096 or any(len(part) > MAX_NAME for part in name.split(os.sep)):
-        raise CommandError(f"{what}: a name or path component longer than {MAX_NAME} characters")
-    path = Path(name)
-    try:
-        is_path = os.path.lexists(path)
-    except (OSError, ValueError) as error:  # ValueError: an embedded NUL
-        raise CommandError(f"{what}: {error}") from None
-    if is_path and path.suffix.lower() == ".gguf":
-        return gguf_model(path, what), None
-    from gpusizer import hf
-
-    if not is_path:
-        try:
-            return catalog.model(name), None
-        except KeyError:
-            if not cache or hf.parse_repo_id(name) is None:
-                raise
-        path = _cached(name, what)
-    folder = path if path.is_dir() else path.parent
-    input_file(folder / "config.json" if path.is_dir() else path, what)
-    record = hf.from_hf_config(path)
-    try:  # the safetensors headers alone, bounded by hf.MAX_HEADER_BYTES each
-        found = hf.read_checkpoint(folder)
-    except (ValueError, OSError) as error:
-        raise CommandError(f"{what}: {error}", ENVIRONMENT) from None
-    return hf.with_stored_weights(record, found), folder
-
-
-def _cached(name: str, what: str) -> Path:
-    """The snapshot folder of the repo id ``name`` in the Hugging Face cache, or a one-line ``CommandError``."""
-    from gpusizer import hf
-
-    repo, revision = hf.parse_repo_id(name) or (name, "main")
-    try:
-        return hf.snapshot_folder(repo, revision)
-    except hf.NotCachedError as error:
-        ids = [m.id for m in catalog.models()]
-        near = catalog.closest(catalog.normalise(repo.rsplit("/", 1)[-1]), ids)
-        hint = f"; or a catalogue id: {', '.join(near)}" if near else ""
-        raise CommandError(
-            f"{what}: {error}; gpusizer never downloads: fetch the config and the index with "
-            f"`hf download {repo} config.json model.safetensors.index.json"
-            f"{'' if revision == 'main' else ' --revision ' + revision}` (add the *.safetensors files for their "
-            f"headers){hint}", ENVIRONMENT) from None
-    except ValueError as error:
-        raise CommandError(f"{what}: {error}", ENVIRONMENT) from None
-
-
-def gguf_model(path: Path, what: str = "MODEL") -> catalog.Model:
-    """The model of a GGUF file (``gguf.from_gguf``: split parts beside it, weights as stored).
-
-    Raises
-    ------
-    CommandError
-        Status 1, naming the file: not a regular file, unreadable, a malformed or hostile header
-        (the reader's message), a missing split part or an architecture gpusizer does not read.
-    """
-    from gpusizer import gguf
-
-    try:  # the header alone is read, within gguf.LIMITS; anything but a regular file is refused
-        return gguf.from_gguf(path)
-    except ValueError as error:
-        raise CommandError(f"{what}: {error}", ENVIRONMENT) from None
-    except OSError as error:
-        raise CommandError(f"{what}: {path}: {error.strerror or error}", ENVIRONMENT) from None
 
 
 def check_context(record: catalog.Model, context: int, prompt: int | None, allow: bool) -> None:

@@ -11,7 +11,7 @@ import argparse
 from typing import Any
 
 from gpusizer import engines
-from gpusizer.commands import common
+from gpusizer.commands import common, model_argument
 
 __all__ = ["register", "text"]
 
@@ -63,7 +63,7 @@ def register(commands: Any) -> None:
 def _handler(args: argparse.Namespace) -> str:
     from gpusizer import comparison
 
-    record = common.model(args.model)
+    record = model_argument.model(args.model)
     context = common.default_context(record, args.context)
     common.check_context(record, context, args.prompt, args.allow_beyond_max_context)
     rows = comparison.compare_engines(record, args.gpu, engine_names=args.engines, context=context,

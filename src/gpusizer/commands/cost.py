@@ -16,7 +16,7 @@ from dataclasses import asdict
 from typing import Any
 
 from gpusizer import catalog, engines
-from gpusizer.commands import common
+from gpusizer.commands import common, model_argument
 from gpusizer.commands import ownership as owning
 from gpusizer.commands import speculative as speculating
 
@@ -106,7 +106,7 @@ def _cost(args: argparse.Namespace) -> str:
     workload, slo = common.service(args, 1.0)
     api = None if args.api_price is None else hosted.ApiPrice(provider="user", input_usd=args.api_price[0],
                                                               output_usd=args.api_price[1], source="user")
-    record = common.model(args.model)
+    record = model_argument.model(args.model)
     result = selfhost.compare(
         record, args.gpu, workload=workload, slo=slo, gpus=args.gpus, layout=args.layout, engine=args.engine,
         weights=args.weights, kv_cache=args.kv_cache, own=own, usd_per_gpu_hour=args.price, api=api,

@@ -15,7 +15,7 @@ import io
 from typing import Any
 
 from gpusizer import engines
-from gpusizer.commands import common
+from gpusizer.commands import common, model_argument
 
 __all__ = ["csv_text", "register", "text"]
 
@@ -80,7 +80,7 @@ def register(commands: Any) -> None:
 def _handler(args: argparse.Namespace) -> str:
     from gpusizer.serving.load_curve import load_curve
 
-    record = common.model(args.model)
+    record = model_argument.model(args.model)
     common.check_context(record, args.prompt + args.output, None, args.allow_beyond_max_context)
     workload, slo = common.service(args, 1.0)
     result = load_curve(record, args.gpu, workload=workload, slo=slo, concurrency=args.concurrency, rates=args.rates,

@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from gpusizer import engines, parallel
-from gpusizer.commands import common
+from gpusizer.commands import common, model_argument
 from gpusizer.commands.common import CommandError
 
 __all__ = ["register", "text"]
@@ -88,7 +88,7 @@ def register(commands: Any) -> None:
 def _handler(args: argparse.Namespace) -> str:
     from gpusizer.serving import disaggregated, disaggregation_ratio, kv_link
 
-    record = common.model(args.model)
+    record = model_argument.model(args.model)
     workload, slo = common.service(args, args.rate)
     link = kv_link(args.kv_link, args.gpu, latency=args.kv_link_latency)
     caps = {name: value for name, value in (("max_sequences", args.max_seqs), ("batched_tokens",

@@ -15,7 +15,7 @@ import argparse
 from typing import Any
 
 from gpusizer import commandline, engines
-from gpusizer.commands import common
+from gpusizer.commands import common, model_argument
 from gpusizer.commands.common import number_text as _number
 
 __all__ = ["json_data", "register", "text"]
@@ -62,7 +62,7 @@ def _argv(words: list[str]) -> str | list[str]:
 
 def _handler(args: argparse.Namespace) -> str:
     command = commandline.parse(_argv(args.engine_command))
-    record = None if args.model is None else common.model(args.model, "--model")
+    record = None if args.model is None else model_argument.model(args.model, "--model")
     prediction = commandline.predict(command, args.gpu, model=record, gpus=args.gpus, prompt=args.prompt)
     return common.json_text(json_data(prediction)) if args.json else text(prediction)
 

@@ -14,7 +14,7 @@ from dataclasses import asdict
 from typing import Any
 
 from gpusizer import engines
-from gpusizer.commands import common
+from gpusizer.commands import common, model_argument
 
 __all__ = ["register", "text"]
 
@@ -53,7 +53,7 @@ def register(commands: Any) -> None:
 def _handler(args: argparse.Namespace) -> str:
     from gpusizer import layouts
 
-    record = common.model(args.model)
+    record = model_argument.model(args.model)
     context = common.default_context(record, args.context)
     common.check_context(record, context, None, args.allow_beyond_max_context)
     choices = layouts.best_layout(

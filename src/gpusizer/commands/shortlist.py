@@ -13,7 +13,7 @@ import argparse
 import math
 from typing import Any
 
-from gpusizer.commands import common
+from gpusizer.commands import common, model_argument
 from gpusizer.commands import cost as costing
 from gpusizer.commands import images as imaging
 from gpusizer.commands import offload as offloading
@@ -119,10 +119,10 @@ def _shortlist(args: argparse.Namespace) -> str:
     for item in args.price:
         prices.update(item)
     workload, slo = common.service(args, args.rate)
-    workload = imaging.workload(args, common.model(args.model), prefixing.workload(args, workload))
+    workload = imaging.workload(args, model_argument.model(args.model), prefixing.workload(args, workload))
     if slo is None:
         raise common.CommandError("shortlist needs at least one latency target: --ttft-p95, --tpot-p95 or --e2e-p95")
-    table = shortlist(common.model(args.model), workload, slo, gpus=args.gpus, max_gpus=args.max_gpus,
+    table = shortlist(model_argument.model(args.model), workload, slo, gpus=args.gpus, max_gpus=args.max_gpus,
                       prices=prices or None, weights=args.weights, engine=args.engine, simulate=args.simulate,
                       seed=args.seed, speculative=speculating.speculative(args),
                       offload=offloading.offload(args))

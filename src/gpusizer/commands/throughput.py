@@ -15,7 +15,7 @@ import math
 from typing import Any
 
 from gpusizer import catalog, engines
-from gpusizer.commands import common
+from gpusizer.commands import common, model_argument
 from gpusizer.commands import prefix as prefixing
 
 __all__ = ["register", "text"]
@@ -72,7 +72,7 @@ def register(commands: Any) -> None:
 def _handler(args: argparse.Namespace) -> str:
     from gpusizer.serving import throughput
 
-    record = common.model(args.model)
+    record = model_argument.model(args.model)
     common.check_context(record, args.prompt + args.output, None, args.allow_beyond_max_context)
     workload, slo = common.service(args, args.rate or 1.0)
     workload = prefixing.workload(args, workload)
