@@ -56,8 +56,9 @@ def test_trtllm_parse():
                 "--max_num_tokens 4096 --max_seq_len 8192 --kv_cache_free_gpu_memory_fraction 0.8 --backend pytorch")
     assert (cmd.engine, cmd.model) == ("trtllm", "meta-llama/Llama-3.1-8B-Instruct")
     assert cmd.settings == {"tensor_parallel": 2, "max_sequences": 64, "batched_tokens": 4096, "context": 8192,
-                            "memory_fraction": 0.8}
-    assert cmd.ignored_flags == ("--backend pytorch",)
+                            "memory_fraction": 0.8, "backend": "pytorch"}
+    assert cmd.ignored_flags == ()
+    assert parse("trtllm-serve m").defaults["backend"] == "pytorch"  # serve.py: --backend default pytorch
     assert parse("trtllm-serve m --free_gpu_memory_fraction 0.7").settings == {"memory_fraction": 0.7}
     assert parse("trtllm-serve m").defaults["max_sequences"] == 2048  # BuildConfig.max_batch_size
 
@@ -215,9 +216,9 @@ LOG_COMMANDS = [
      "--context-length 40960", None),
     ("Qwen3-0.6B, H100, default fraction", "sglang", "h100-sxm",
      "python -m sglang.launch_server --model-path Qwen/Qwen3-0.6B --context-length 40960", None),
-    ("Llama-2-7B, A10, fraction 0.95", "trtllm", "a10",
+    ("Llama-2-7B, A10, fraction 0.95", "trtllm-engine", "a10",
      "trtllm-serve meta-llama/Llama-2-7b-hf --max_seq_len 6144 --kv_cache_free_gpu_memory_fraction 0.95 "
-     "--max_batch_size 25 --max_num_tokens 51200", "TRTCPP"),
+     "--max_batch_size 25 --max_num_tokens 51200 --backend tensorrt", None),
     ("gpt-oss-120b, 2 x 131072 cells", "llama.cpp", "h200-sxm",
      "llama-server -m gpt-oss-120b -c 262144 -np 2 -ub 1024", None),
 ]
@@ -229,7 +230,7 @@ def test_startup_logs_reproduce_the_library(name, engine, gpu, line, version):
     tool = _tool()
     case = next(c for c in tool.CASES if c.name == name and c.engine == engine)
     update = {"vllm": tool._BEFORE_V021}.get(engine, {})
-    update = {**update, **{"V0": tool._V0, "SORT": tool._SORT_SAMPLER, "TRTCPP": tool._TRT_CPP, None: {}}[version]}
+    update = {**update, **{"V0": tool._V0, "SORT": tool._SORT_SAMPLER, None: {}}[version]}
     base = engines.engine(engine).model_copy(update=update) if update else None
     p = predict(parse(line), gpu, base=base)
     library = tool.predict(case)

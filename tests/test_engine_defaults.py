@@ -1,6 +1,8 @@
 """Engine defaults by hand: SGLang's mem_fraction_static, TensorRT-LLM's profiling requests, llama.cpp's
 compute buffer (gpusizer.engine_defaults), and how estimate, fit --json and from-cmd use them."""
 
+import json
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -122,9 +124,8 @@ def test_estimate_with_a_tensorrt_engine_reproduces_issue_224():
     # 10,718 tokens logged. By hand: weights 6,738,415,616 x 2 B; engine device memory 4,220,518,400 B
     # (above); C++ runtime 0.4 GiB; pool = 0.95 x (24e9 - 13,476,831,232 - 4,220,518,400 - 0.4 x 2^30)
     # = 5,579,495,956 B; at 524,288 B a token (32 x 2 x 32 x 128 x 2 B): 10,642 tokens, 0.7 % under the log
-    profile = engines.engine("trtllm").model_copy(update={
-        "activation": "tensorrt", "runtime_bytes": 0.4 * 2**30, "cuda_graph_bytes": 0.0, "memory_fraction": 0.95,
-        "batched_tokens": 25 * 2048, "max_sequences": 25})
+    profile = engines.engine("trtllm-engine").model_copy(update={
+        "memory_fraction": 0.95, "batched_tokens": 25 * 2048, "max_sequences": 25})
     engines.EngineProfile.model_validate(profile.model_dump())
     r = gpusizer.estimate("llama-2-7b", "a10", engine=profile, context=6144, weights="fp16", kv_cache="fp16")
     assert r.memory.activation_bytes == 4_220_518_400
@@ -132,6 +133,66 @@ def test_estimate_with_a_tensorrt_engine_reproduces_issue_224():
     assert r.kv_pool_bytes == pytest.approx(pool)
     assert r.kv_pool_tokens == int(pool // 524288) == 10642
     assert abs(r.kv_pool_tokens - 10718) / 10718 < 0.01
+
+
+def test_trtllm_engine_profile_and_its_aliases():
+    profile = engines.engine("trtllm-engine")
+    assert engines.engine("trtllm-cpp") is profile and engines.engine("TRTLLM-TensorRT") is profile
+    # executor.h KvCacheConfig::kDefaultGpuMemFraction 0.9; BuildConfig max_num_tokens 8192, max_batch_size 2048;
+    # PluginConfig.tokens_per_block 32; no PyTorch, no CUDA graphs: 0.4 GiB of CUDA context and cuBLAS
+    assert (profile.kv_rule, profile.memory_fraction, profile.activation) == ("share_of_free", 0.9, "tensorrt")
+    assert (profile.batched_tokens, profile.max_sequences, profile.block_size) == (8192, 2048, 32)
+    assert (profile.runtime_bytes, profile.cuda_graph_bytes) == (0.4 * 2**30, 0.0)
+    # its speed is TensorRT-LLM's: the same efficiency class, so the same decode as the PyTorch profile
+    assert gpusizer.efficiency.engine_class("trtllm-engine") == "trtllm"
+
+
+def test_fit_json_with_the_trtllm_engine_profile(capsys):
+    # Llama-2-7B fp16 on an A10 (24e9 B) at the defaults: engine 8,192 x (2 x 4,096 + 3 x 11,008) x 2 B
+    # = 675,282,944 B; pool = 0.9 x (24e9 - 13,476,831,232 - 675,282,944 - 429,496,729.6) = 8,476,550,185 B;
+    # at 524,288 B a token: 16,167 tokens
+    assert cli.main(["fit", "llama-2-7b", "a10", "--engine", "trtllm-engine", "--weights", "fp16",
+                     "--context", "4096", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["engine"] == "trtllm-engine" and data["memory_fraction"] == 0.9
+    assert data["memory"]["activation_bytes"] == 675_282_944
+    assert data["kv_pool_bytes"] == round(0.9 * (24e9 - 13_476_831_232 - 675_282_944 - 0.4 * 2**30))
+    assert data["kv_pool_tokens"] == 16167
+    terms = data["engine_memory"]  # named as the C++ runtime logs them
+    assert terms["execution_context_memory_bytes"] == 675_282_944
+    assert terms["max_tokens_in_paged_kv_cache"] == 16167 and terms["free_gpu_memory_fraction"] == 0.9
+
+
+def test_from_cmd_backend_tensorrt_reproduces_issue_224(capsys):
+    # TensorRT-LLM#224's build (max_batch_size 25 x max_input_len 2,048 = 51,200 tokens, fraction 0.95) as a
+    # trtllm-serve line: the same 10,642 tokens as the estimate above and tools/engine_memory.py
+    line = ("trtllm-serve meta-llama/Llama-2-7b-hf --backend tensorrt --max_seq_len 6144 --max_batch_size 25 "
+            "--max_num_tokens 51200 --kv_cache_free_gpu_memory_fraction 0.95 --port 8000")
+    p = predict(parse(line), "a10")
+    assert p.inputs["engine"].name == "trtllm-engine" and p.inputs["engine"].batched_tokens == 51200
+    assert p.startup["kv_cache_tokens"] == 10642
+    # 4,220,518,400 B = 4,025.00 MiB of engine device memory, logged before the pool
+    assert p.lines[0] == "[MemUsageChange] Allocated 4025.00 MiB for execution context memory."
+    assert p.lines[1].endswith("paged KV cache (10,642).")
+    assert p.command.ignored_flags == ("--port 8000",)
+    # the PyTorch backend stays the default: the same line without --backend is the trtllm profile
+    assert predict(parse(line.replace("--backend tensorrt ", "")), "a10").inputs["engine"].name == "trtllm"
+    assert predict(parse(line.replace("tensorrt", "trt")), "a10").inputs["engine"].name == "trtllm-engine"
+    assert cli.main(["from-cmd", "--gpu", "a10", "--json", line + " --mystery 1"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert (data["engine"], data["engine_profile"]) == ("trtllm", "trtllm-engine")
+    assert data["unknown_flags"] == ["--mystery 1"] and data["startup"]["kv_cache_tokens"] == 10642
+    with pytest.raises(ValueError, match="--backend: 'onnx' is not a trtllm-serve backend"):
+        predict(parse("trtllm-serve meta-llama/Llama-2-7b-hf --backend onnx"), "a10")
+    assert cli.main(["from-cmd", "--gpu", "a10", "trtllm-serve meta-llama/Llama-2-7b-hf --backend onnx"]) == 2
+    assert "--backend: 'onnx'" in capsys.readouterr().err
+
+
+def test_compare_lists_the_trtllm_engine_profile(capsys):
+    assert cli.main(["compare", "llama-2-7b", "a10", "--weights", "fp16", "--context", "4096"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()]
+    row = next(r for r in rows if r[:1] == ["trtllm-engine"])
+    assert row[1:3] == ["share_of_free", "0.9"] and row[6] == "16,167"  # the fit above
 
 
 def test_llama_cpp_compute_buffer_by_hand():
@@ -172,3 +233,13 @@ def test_from_cmd_sglang_default_fraction_follows_its_flags():
     assert given_fraction.estimate.memory_fraction == 0.7
     default = predict(parse("python -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp 4"), "h100-sxm")
     assert default.estimate.memory_fraction == 0.818
+
+
+def test_sweep_takes_the_trtllm_engine_profile(capsys):
+    # the vectorised grid gives the scalar fit's pool (16,167 tokens above) and trtllm's speed constants
+    assert cli.main(["sweep", "--models", "llama-2-7b", "--gpus", "a10", "--engine", "trtllm,trtllm-engine",
+                     "--weights", "fp16", "--context", "4096", "--columns",
+                     "engine,kv_pool_tokens,activation_bytes,decode_expected_tokens_per_second"]) == 0
+    rows = [line.split(",") for line in capsys.readouterr().out.splitlines()[1:]]
+    assert [r[0] for r in rows] == ["trtllm", "trtllm-engine"]
+    assert rows[1][1:3] == ["16167", "675282944"] and rows[0][3] == rows[1][3]

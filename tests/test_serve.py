@@ -142,7 +142,10 @@ def test_catalogue_listing_and_lookup_are_the_cli_rows(client, capsys):
     assert client.get("/api/systems/hgx-h200-8x").json()["gpu_count"] == 8
     vllm = client.get("/api/engines/vllm").json()
     assert vllm["memory_fraction"] == 0.9 and vllm["block_size"] == 16  # vLLM's defaults
-    assert [e["name"] for e in client.get("/api/engines").json()] == ["vllm", "sglang", "trtllm", "llama.cpp"]
+    assert [e["name"] for e in client.get("/api/engines").json()] == ["vllm", "sglang", "trtllm", "trtllm-engine",
+                                                                       "llama.cpp"]
+    trt = client.get("/api/engines/trtllm-cpp").json()  # an alias of TensorRT-LLM's C++ runtime
+    assert (trt["name"], trt["memory_fraction"], trt["activation"]) == ("trtllm-engine", 0.9, "tensorrt")
 
 
 def test_a_pasted_config_is_the_cli_json_of_that_file(client, capsys, tmp_path):

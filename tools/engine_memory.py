@@ -97,12 +97,6 @@ _SORT_SAMPLER = {"sampler_bytes_per_logit": 38.0}
 _SGLANG_V04 = {"fraction_rule": "sglang_v04"}
 """SGLang 0.3-0.4: the default ``mem_fraction_static`` by tensor parallelism (0.88 at TP1;
 ``engine_defaults.sglang_v04_mem_fraction_static``)."""
-_TRT_CPP = {"cuda_graph_bytes": 0.0, "activation": "tensorrt", "runtime_bytes": 0.4 * GiB}
-"""TensorRT-LLM's C++ runtime of 2023-2024 (0.5-0.8): a TensorRT engine, whose device memory TensorRT planned
-for ``batched_tokens`` (the build's ``max_num_tokens``; ``engine_defaults.tensorrt_engine_activation_bytes``),
-no CUDA graphs by default, and no PyTorch in the process: its non-engine memory is a bare CUDA context and
-cuBLAS, 0.4 GiB as for llama.cpp (TensorRT-LLM issue #1071 logs 1,843 MiB in use after a 1,516 MiB engine and
-cuBLAS init: 0.32 GiB; ggml-org/llama.cpp PR #23604: a bare CUDA context takes 107-555 MiB by GPU)."""
 _TRITON_MXFP4 = {"mxfp4_hidden_multiple": 256, "mxfp4_intermediate_multiple": 64}
 """vLLM's Triton MXFP4 MoE backend (0.14): the intermediate width per rank padded to 64
 (``vllm/model_executor/layers/quantization/mxfp4.py`` ``Mxfp4MoEMethod.create_weights``) and the hidden
@@ -162,12 +156,13 @@ CASES: tuple[Case, ...] = (
          {"weights": "L089", "kv_cache_memory": "L090", "kv_cache_tokens": "L091"}, context=157, weights="fp8",
          kv_cache="fp8", settings={"memory_fraction": 0.8, "batched_tokens": 23552, "max_sequences": 4096},
          starts=True),
-    Case("7B SmoothQuant (Llama-2-7B), A100 80GB", "TensorRT-LLM#1400", "llama-2-7b", "a100-80gb-sxm", "trtllm",
+    Case("7B SmoothQuant (Llama-2-7B), A100 80GB", "TensorRT-LLM#1400", "llama-2-7b", "a100-80gb-sxm",
+         "trtllm-engine",
          {"kv_cache_memory": "L094", "kv_cache_tokens": "L095"}, context=5120, weights="int8", kv_cache="fp16",
-         settings={"memory_fraction": 0.9, "batched_tokens": 4096, "max_sequences": 1, **_TRT_CPP}, starts=True),
-    Case("Llama-2-7B, A10, fraction 0.95", "TensorRT-LLM#224", "llama-2-7b", "a10", "trtllm",
+         settings={"memory_fraction": 0.9, "batched_tokens": 4096, "max_sequences": 1}, starts=True),
+    Case("Llama-2-7B, A10, fraction 0.95", "TensorRT-LLM#224", "llama-2-7b", "a10", "trtllm-engine",
          {"kv_cache_tokens": "L096"}, context=6144, weights="fp16", kv_cache="fp16",
-         settings={"memory_fraction": 0.95, "batched_tokens": 25 * 2048, "max_sequences": 25, **_TRT_CPP}),
+         settings={"memory_fraction": 0.95, "batched_tokens": 25 * 2048, "max_sequences": 25}),
     Case("gpt-oss-120b, 2 x 131072 cells", "ollama#16416", "gpt-oss-120b", "h200-sxm", "llama.cpp",
          {"weights": "L099", "kv_cache_bytes": "L100", "activation_peak": "L101"}, context=131072,
          concurrency=2, settings={"batched_tokens": 1024}),

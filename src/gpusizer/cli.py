@@ -207,6 +207,11 @@ _ENGINE_TERMS: dict[str, tuple[tuple[str, str], ...]] = {
         ("total_gpu_memory_bytes", "capacity"), ("weights_bytes", "weights"), ("activation_bytes", "activation"),
         ("kv_cache_memory_bytes", "pool"), ("max_tokens_in_paged_kv_cache", "pool_tokens"),
     ),
+    "trtllm-engine": (  # tllmRuntime.cpp "Allocated ... for execution context memory", then the KV line
+        ("total_gpu_memory_bytes", "capacity"), ("weights_bytes", "weights"),
+        ("execution_context_memory_bytes", "activation"), ("kv_cache_memory_bytes", "pool"),
+        ("max_tokens_in_paged_kv_cache", "pool_tokens"),
+    ),
     "llama.cpp": (  # llama_model_load "model buffer size", llama_kv_cache "size", "compute buffer size"
         ("model_buffer_bytes", "weights"), ("kv_cache_buffer_bytes", "kv_cache"),
         ("compute_buffer_bytes", "activation"),
@@ -217,7 +222,7 @@ _ENGINE_TERMS: dict[str, tuple[tuple[str, str], ...]] = {
 #: Each engine's own name for its memory fraction (vLLM ``--gpu-memory-utilization``, SGLang
 #: ``--mem-fraction-static``, TensorRT-LLM ``KvCacheConfig.free_gpu_memory_fraction``).
 _FRACTION_NAMES = {"vllm": "gpu_memory_utilization", "sglang": "mem_fraction_static",
-                   "trtllm": "free_gpu_memory_fraction"}
+                   "trtllm": "free_gpu_memory_fraction", "trtllm-engine": "free_gpu_memory_fraction"}
 
 
 def engine_memory(result: Estimate, profile: engines.EngineProfile | None = None) -> dict[str, Any]:

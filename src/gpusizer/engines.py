@@ -14,8 +14,12 @@ memory fraction in force one chosen from ``engine_defaults.FRACTION_RULES``.
   ``fraction_rule="sglang_v04"`` for sglang 0.3-0.4's table).
 * ``trtllm``: the KV pool is ``free_gpu_memory_fraction`` (0.9) of the memory still free after weights,
   the profiling pass's activations and runtime (``share_of_free_pool_bytes``). The PyTorch backend (the
-  default from 1.0) profiles a forward pass; a TensorRT engine under the C++ runtime (0.5-0.x) holds the
-  device memory TensorRT planned for it instead: a profile copy with ``activation="tensorrt"``.
+  default from 1.0) profiles a forward pass.
+* ``trtllm-engine`` (aliases ``trtllm-tensorrt``, ``trtllm-cpp``): the same rule under TensorRT-LLM's C++
+  runtime, serving a TensorRT engine (``trtllm-build`` engines of 0.5-0.x, ``trtllm-serve --backend
+  tensorrt`` today): the engine's device memory, which TensorRT planned for the build's ``max_num_tokens``
+  (``engine_defaults.tensorrt_engine_activation_bytes``), is allocated before the pool; no PyTorch and no
+  CUDA graphs in the budget.
 * ``llama.cpp``: no fraction: the KV cache of ``context x parallel slots`` plus a compute buffer
   must fit in the device memory (on Apple unified memory, Metal's default working-set limit).
 
@@ -156,6 +160,29 @@ ENGINES: dict[str, EngineProfile] = {
                     "KV = fraction x (total - peak of a profiling pass over max_num_tokens of dummy prompts)"),
         ),
         EngineProfile.model_construct(
+            name="trtllm-engine",
+            kv_rule="share_of_free",
+            memory_fraction=0.9,
+            block_size=32,
+            runtime_bytes=0.4 * GiB,
+            runtime_bytes_multi_gpu=0.79 * GiB,
+            cuda_graph_bytes=0.0,
+            activation="tensorrt",
+            batched_tokens=8192,
+            max_sequences=2048,
+            source=("NVIDIA/TensorRT-LLM@879039f6d583 cpp/include/tensorrt_llm/executor/executor.h KvCacheConfig::"
+                    "kDefaultGpuMemFraction = 0.9F: 'The fraction of GPU memory fraction that should be allocated "
+                    "for the KV cache' of the memory free after the engine loads",
+                    "NVIDIA/TensorRT-LLM@00209af149e7 tensorrt_llm/commands/serve.py: --backend tensorrt (alias trt) "
+                    "builds a TensorRT engine with BuildConfig max_batch_size 2048, max_num_tokens 8192",
+                    "NVIDIA/TensorRT-LLM@c20322ffd3dc tensorrt_llm/plugin/plugin.py PluginConfig.tokens_per_block 32",
+                    "NVIDIA/TensorRT-LLM@0165bd7ac275 cpp/tensorrt_llm/runtime/tllmRuntime.cpp: the engine's device "
+                    "memory (getDeviceMemorySizeV2) allocated at load, before the KV pool "
+                    "(engine_defaults.tensorrt_engine_activation_bytes)",
+                    "NVIDIA/TensorRT-LLM issue #1071: 1,843 MiB in use after a 1,516 MiB engine and cuBLAS init; "
+                    "no PyTorch in the process: 0.4 GiB of CUDA context and cuBLAS, no CUDA graphs by default"),
+        ),
+        EngineProfile.model_construct(
             name="llama.cpp",
             kv_rule="whole",
             memory_fraction=1.0,
@@ -180,11 +207,13 @@ ENGINES: dict[str, EngineProfile] = {
     )
 }
 
-_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "tensorrt-llm": "trtllm", "trt-llm": "trtllm"}
+_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "tensorrt-llm": "trtllm", "trt-llm": "trtllm",
+            "trtllm-tensorrt": "trtllm-engine", "trtllm-cpp": "trtllm-engine"}
 
 
 def engine(name: str | EngineProfile) -> EngineProfile:
-    """Look up an engine profile by name (``vllm``, ``sglang``, ``trtllm``, ``llama.cpp``).
+    """Look up an engine profile by name (``vllm``, ``sglang``, ``trtllm``, ``trtllm-engine``, ``llama.cpp``)
+    or alias (``trtllm-tensorrt`` and ``trtllm-cpp`` for ``trtllm-engine``).
 
     Raises
     ------

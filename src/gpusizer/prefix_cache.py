@@ -55,7 +55,7 @@ __all__ = [
 #: Tokens a cache hit is made of, by engine: vLLM ``block_size`` 16 (whole blocks), SGLang ``page_size`` 1
 #: (token by token, RadixAttention), TensorRT-LLM ``tokens_per_block`` 32 (whole blocks), llama.cpp 1 (``cache_prompt``
 #: reuses a slot's longest common prefix token by token). [token]
-GRANULARITY = {"vllm": 16, "sglang": 1, "trtllm": 32, "llama.cpp": 1}
+GRANULARITY = {"vllm": 16, "sglang": 1, "trtllm": 32, "trtllm-engine": 32, "llama.cpp": 1}
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ log at startup, in its own wording, beside the speed of the same estimate.
 
 from gpusizer.commandline.flags import ENGINE_FLAGS, SOURCES, Flag
 from gpusizer.commandline.reader import EngineCommand, parse
-from gpusizer.commandline.startup import Prediction, inputs, predict, resolve_model
+from gpusizer.commandline.startup import TRTLLM_BACKENDS, Prediction, inputs, predict, profile_name, resolve_model
 
-__all__ = ["ENGINE_FLAGS", "SOURCES", "EngineCommand", "Flag", "Prediction", "inputs", "parse", "predict",
-           "resolve_model"]
+__all__ = ["ENGINE_FLAGS", "SOURCES", "TRTLLM_BACKENDS", "EngineCommand", "Flag", "Prediction", "inputs", "parse",
+           "predict", "profile_name", "resolve_model"]

@@ -21,7 +21,9 @@ Sources (flag names, aliases and defaults read from the engines' code):
 * TensorRT-LLM: NVIDIA/TensorRT-LLM@00209af149e7 ``tensorrt_llm/commands/serve.py`` (click options of
   ``trtllm-serve``: ``--tp_size``/``--tensor_parallel_size`` 1, ``--free_gpu_memory_fraction``/
   ``--kv_cache_free_gpu_memory_fraction`` 0.9, ``--max_batch_size``, ``--max_num_tokens``,
-  ``--max_seq_len`` from ``BuildConfig``: 2048, 8192 and the model's).
+  ``--max_seq_len`` from ``BuildConfig``: 2048, 8192 and the model's; ``--backend`` ``pytorch`` (default),
+  ``tensorrt`` (alias ``trt``: a TensorRT engine under the C++ runtime, the ``trtllm-engine`` profile) or
+  ``_autodeploy``; the model argument is "model name | HF checkpoint path | TensorRT engine path").
 * llama.cpp: ggml-org/llama.cpp@145b6280d6aa ``common/arg.cpp`` (``-c/--ctx-size`` default 0 = the
   model's; ``-np/--parallel`` "number of server slots (default: -1 = auto)", auto being 4 slots;
   ``-ngl/--gpu-layers/--n-gpu-layers``; ``-ctk/--cache-type-k`` and ``-ctv/--cache-type-v`` f16;
@@ -128,7 +130,7 @@ ENGINE_FLAGS: dict[str, tuple[Flag, ...]] = {
         Flag(("--free_gpu_memory_fraction", "--kv_cache_free_gpu_memory_fraction"), "memory_fraction",
              "fraction", 0.9),
         _ignored("--host"), _ignored("--port"), _ignored("--tokenizer"), _ignored("--custom_tokenizer"),
-        _ignored("--backend"), _ignored("--log_level"), _ignored("--max_beam_width"),
+        Flag(("--backend",), "backend", "text", "pytorch"), _ignored("--log_level"), _ignored("--max_beam_width"),
         _ignored("--context_parallel_size", "--cp_size"), _ignored("--moe_expert_parallel_size", "--ep_size"),
         _ignored("--moe_cluster_parallel_size", "--cluster_size"), _ignored("--gpus_per_node"),
         _ignored("--num_postprocess_workers"), _ignored("--revision"),

@@ -17,7 +17,8 @@ from gpusizer.commandline.flags import LLAMA_CPP_AUTO_SLOTS, VLLM_LARGE_GPU_BYTE
 from gpusizer.commandline.reader import EngineCommand
 from gpusizer.commands import common, model_argument
 
-__all__ = ["Prediction", "inputs", "predict", "resolve_model", "sglang_fraction", "startup_lines"]
+__all__ = ["TRTLLM_BACKENDS", "Prediction", "inputs", "predict", "profile_name", "resolve_model", "sglang_fraction",
+           "startup_lines"]
 
 MiB = 2.0**20
 
@@ -40,6 +41,34 @@ DTYPE = {"half": "fp16", "float16": "fp16", "bfloat16": "bf16", "float": "fp32",
 #: ``--kv-cache-dtype`` (vLLM, SGLang) -> KV precision; ``auto``: the model's dtype.
 KV_DTYPE = {"auto": None, "fp8": "fp8", "fp8_e4m3": "fp8", "fp8_e5m2": "fp8_e5m2", "bf16": "bf16",
             "bfloat16": "bf16", "fp16": "fp16", "half": "fp16", "float16": "fp16"}
+
+#: ``trtllm-serve --backend`` -> the engine profile it runs: ``tensorrt`` (alias ``trt``) builds a TensorRT engine
+#: for the C++ runtime, ``pytorch`` (the default) and ``_autodeploy`` run PyTorch
+#: (NVIDIA/TensorRT-LLM@00209af149e7 ``tensorrt_llm/commands/serve.py`` ``launch_server``).
+TRTLLM_BACKENDS = {"pytorch": "trtllm", "_autodeploy": "trtllm", "tensorrt": "trtllm-engine", "trt": "trtllm-engine"}
+
+
+def profile_name(command: EngineCommand) -> str:
+    """The ``engines.ENGINES`` profile a command runs: its engine's, or for ``trtllm-serve`` its ``--backend``'s
+    (``TRTLLM_BACKENDS``).
+
+    Raises
+    ------
+    ValueError
+        A ``--backend`` trtllm-serve does not know.
+
+    Examples
+    --------
+    >>> from gpusizer.commandline import parse
+    >>> profile_name(parse("trtllm-serve meta-llama/Llama-3.1-8B-Instruct --backend trt"))
+    'trtllm-engine'
+    """
+    if command.engine != "trtllm":
+        return command.engine
+    backend = str(command.settings.get("backend", "pytorch"))
+    if backend not in TRTLLM_BACKENDS:
+        raise ValueError(f"--backend: {backend!r} is not a trtllm-serve backend; known: {', '.join(TRTLLM_BACKENDS)}")
+    return TRTLLM_BACKENDS[backend]
 
 
 @dataclass(frozen=True)
@@ -163,7 +192,7 @@ def inputs(command: EngineCommand, record: catalog.Model, device: catalog.GPU, *
         setting it; the message names the flag.
     """
     s = {**command.defaults, **command.settings}
-    profile = base or engines.engine(command.engine)
+    profile = base or engines.engine(profile_name(command))
     update: dict[str, Any] = {}
     out: dict[str, Any] = {"concurrency": 1}
     if command.engine == "llama.cpp":
@@ -316,8 +345,11 @@ def _startup(command: EngineCommand, result: estimator.Estimate, kwargs: dict[st
     if cap is not None and 0 < cap < tokens:  # SGLang --max-total-tokens: the pool is cut to the cap
         pool, tokens = float(pool) * cap / tokens, int(cap)
     context = int(kwargs["context"])
-    return {"kv_cache_bytes": float(pool), "kv_cache_tokens": tokens, "max_concurrency": tokens / context,
-            "starts": bool(tokens >= context and (result.fits if off is None else off.fits))}
+    out = {"kv_cache_bytes": float(pool), "kv_cache_tokens": tokens, "max_concurrency": tokens / context,
+           "starts": bool(tokens >= context and (result.fits if off is None else off.fits))}
+    if kwargs["engine"].activation == "tensorrt":  # the C++ runtime logs the engine's device memory first
+        out["execution_context_bytes"] = float(result.memory.activation_bytes)
+    return out
 
 
 def _speed(result: estimator.Estimate) -> dict[str, Any]:
@@ -340,8 +372,9 @@ def startup_lines(engine: str, startup: dict[str, Any], context: int, slots: int
     vLLM (``vllm/v1/worker/gpu_worker.py``, ``vllm/v1/core/kv_cache_utils.py``): "Available KV cache memory",
     "GPU KV cache size: N tokens", "Maximum concurrency for X tokens per request: Y x"; SGLang
     (``model_runner``): "KV Cache is allocated. #tokens: N"; TensorRT-LLM: "Allocated X GiB for max tokens in
-    paged KV cache (N)"; llama.cpp (``llama-kv-cache.cpp``): "KV buffer size = X MiB". vLLM's and SGLang's
-    "GB" are GiB.
+    paged KV cache (N)", after "Allocated X MiB for execution context memory" with a TensorRT engine
+    (``cpp/tensorrt_llm/runtime/tllmRuntime.cpp``); llama.cpp (``llama-kv-cache.cpp``): "KV buffer size = X
+    MiB". vLLM's and SGLang's "GB" are GiB.
     """
     pool, tokens = startup["kv_cache_bytes"], int(startup["kv_cache_tokens"])
     tail: tuple[str, ...] = ()
@@ -359,6 +392,9 @@ def startup_lines(engine: str, startup: dict[str, Any], context: int, slots: int
     elif engine == "trtllm":
         lines = (f"[MemUsageChange] Allocated {pool / units.GiB:.2f} GiB for max tokens in paged KV cache "
                  f"({tokens:,}).",)
+        if "execution_context_bytes" in startup:
+            lines = (f"[MemUsageChange] Allocated {startup['execution_context_bytes'] / MiB:.2f} MiB for execution "
+                     "context memory.", *lines)
     else:
         lines = (f"llama_context: n_ctx = {tokens}, n_seq_max = {slots}",
                  f"llama_kv_cache: KV buffer size = {pool / MiB:.2f} MiB (per GPU)")

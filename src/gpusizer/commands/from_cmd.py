@@ -81,6 +81,7 @@ def json_data(p: commandline.Prediction) -> dict[str, Any]:
     return {
         "schema_version": common.SCHEMA_VERSION,
         "engine": p.command.engine,
+        "engine_profile": kwargs["engine"].name,
         "command_model": p.command.model,
         "model": e.model,
         "gpu": e.gpu,
@@ -109,8 +110,10 @@ def text(p: commandline.Prediction) -> str:
     e, cmd = p.estimate, p.command
     name = ENGINE_NAMES[cmd.engine]
     precision = f"weights {e.weights}, KV {e.kv_cache}"
-    lines = [f"{name} command: {cmd.model} -> {e.model} ({precision}), {e.parallel.layout if e.parallel else ''} "
-             f"on {e.gpus} x {e.gpu_name}",
+    profile = p.inputs["engine"].name
+    runtime = "" if profile == cmd.engine else f" (engine profile {profile})"
+    layout = e.parallel.layout if e.parallel else ""
+    lines = [f"{name} command{runtime}: {cmd.model} -> {e.model} ({precision}), {layout} on {e.gpus} x {e.gpu_name}",
              f"context {int(p.inputs['context']):,} tokens x {int(p.inputs['concurrency'])} sequence(s) sized; "
              f"engine settings: {', '.join(cmd.flags) or 'all defaults'}",
              f"{name} will log at startup (predicted):"]

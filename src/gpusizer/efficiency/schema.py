@@ -81,8 +81,11 @@ def format_family(bits: float, compute: str, weight_only: bool, native: bool) ->
     return "fp4" if compute == "fp4" else "8bit"
 
 
-#: Other spellings of the engine classes.
-ENGINE_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "tensorrt-llm": "trtllm", "trt-llm": "trtllm"}
+#: Other spellings of the engine classes; the ``trtllm-engine`` memory profile (TensorRT-LLM's C++ runtime with
+#: a TensorRT engine, ``engines.ENGINES``) takes TensorRT-LLM's constants: no measurement here tells the two
+#: runtimes' speeds apart.
+ENGINE_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "tensorrt-llm": "trtllm", "trt-llm": "trtllm",
+                  "trtllm-engine": "trtllm", "trtllm-tensorrt": "trtllm", "trtllm-cpp": "trtllm"}
 
 
 def engine_class(name: str) -> str:
