@@ -180,7 +180,7 @@ def test_from_cmd_backend_tensorrt_reproduces_issue_224(capsys):
     assert predict(parse(line.replace("tensorrt", "trt")), "a10").inputs["engine"].name == "trtllm-engine"
     assert cli.main(["from-cmd", "--gpu", "a10", "--json", line + " --mystery 1"]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert (data["engine"], data["engine_profile"]) == ("trtllm", "trtllm-engine")
+    assert (data["engine"], data["profile"]) == ("trtllm", "trtllm-engine")
     assert data["unknown_flags"] == ["--mystery 1"] and data["startup"]["kv_cache_tokens"] == 10642
     with pytest.raises(ValueError, match="--backend: 'onnx' is not a trtllm-serve backend"):
         predict(parse("trtllm-serve meta-llama/Llama-2-7b-hf --backend onnx"), "a10")

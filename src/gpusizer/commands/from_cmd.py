@@ -81,7 +81,7 @@ def json_data(p: commandline.Prediction) -> dict[str, Any]:
     return {
         "schema_version": common.SCHEMA_VERSION,
         "engine": p.command.engine,
-        "engine_profile": kwargs["engine"].name,
+        "profile": kwargs["engine"].name,
         "command_model": p.command.model,
         "model": e.model,
         "gpu": e.gpu,
