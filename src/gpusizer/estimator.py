@@ -216,7 +216,7 @@ def estimate(
         GPUs the model is split over; default the system's GPU count, the count an explicit
         ``layout`` names (``"tp2xpp2"``: 4), else 1.
     engine : str
-        ``"vllm"``, ``"sglang"``, ``"trtllm"`` or ``"llama.cpp"``.
+        ``"vllm"``, ``"sglang"``, ``"trtllm"``, ``"trtllm-engine"`` or ``"llama.cpp"``.
     layout : str or parallel.Layout
         How the GPUs share the model (``gpusizer.parallel``): ``"tp"`` (tensor parallel over all of
         them, the default), ``"pp"``, ``"ep"``, ``"layer"``, or degrees such as ``"tp2xpp2"``,
