@@ -81,7 +81,7 @@ def test_price_table_has_provenance_and_catalogue_ids():
 def test_price_table_fingerprint():
     # A data edit shows up here as a reviewed change: GPUs, quotes, and the sum of all quoted prices.
     table = cost.load_prices()
-    quotes = [q.usd_per_hour for entry in table.values() for q in entry.quotes]
+    quotes = [q.per_hour for entry in table.values() for q in entry.quotes]
     # issue 18 added 4 GPUs and 9 quotes: B300 5.00 + 7.25, GB200 10.50 + 4.54, T4 0.20 + 0.76 + 0.35 + 0.50,
     # P40 0.11 (sum 29.21); its 2026-12-05 part added 9 GPUs and 18 quotes: A100 40GB 1.99 + 1.00, GH200 2.29 +
     # 6.50, A10 1.29, RTX A6000 1.09 + 0.50 + 0.35 + 0.40 + 0.82, A40 0.44, L40 1.25 + 1.00 + 0.70 + 0.80, RTX 3090 Ti
@@ -92,7 +92,7 @@ def test_price_table_fingerprint():
 
 def test_derived_prices_follow_the_documented_rule():
     entry = cost.load_prices()["h100-sxm"]
-    on_demand = [q.usd_per_hour for q in entry.quotes if q.tier in ("on-demand", "listed")]
+    on_demand = [q.per_hour for q in entry.quotes if q.tier in ("on-demand", "listed")]
     assert entry.typical == statistics.median(on_demand) == 2.69
     assert entry.min == 1.49  # the reserved 1.85 is above it; the 1.52 spot quote does not count
     assert entry.max == 3.49

@@ -79,8 +79,8 @@ Tier = Literal["on-demand", "reserved", "spot", "hyperscaler", "listed", "user"]
 class PriceQuote(_Record):
     """One price of one GPU-hour, where and when it was read."""
 
-    usd_per_hour: Annotated[float, Field(gt=0)]
-    """Price of one GPU for one hour, in ``currency`` (US dollars unless it says otherwise). [USD/h]"""
+    per_hour: Annotated[float, Field(gt=0)]
+    """Price of one GPU for one hour, in ``currency`` (US dollars unless it says otherwise). [currency/h]"""
     tier: Tier
     """``on-demand``, ``reserved``, ``spot``, ``hyperscaler``, ``listed`` (disputed label) or ``user``."""
     provider: str
@@ -138,12 +138,12 @@ class GpuPrice(_Record):
         Examples
         --------
         >>> q = dict(tier="on-demand", provider="p", source="s", currency="CNY")
-        >>> GpuPrice(id="x", quotes=(PriceQuote(usd_per_hour=6.0, **q), PriceQuote(usd_per_hour=8.0, **q))
+        >>> GpuPrice(id="x", quotes=(PriceQuote(per_hour=6.0, **q), PriceQuote(per_hour=8.0, **q))
         ...          ).figure("typical", "CNY")
         7.0
         """
         one_of(level, "level", tuple(TIERS_FOR))
-        values = [q.usd_per_hour for q in self.quotes if q.tier in TIERS_FOR[level] and q.currency == money.check(code)]
+        values = [q.per_hour for q in self.quotes if q.tier in TIERS_FOR[level] and q.currency == money.check(code)]
         if not values:
             others = sorted({q.currency for q in self.quotes} - {code})
             left = f" (quotes in {', '.join(others)} are not converted)" if others else ""
@@ -169,7 +169,7 @@ class GpuPrice(_Record):
     @classmethod
     def user(cls, gpu_id: str, usd_per_hour: float) -> GpuPrice:
         """A price the user states: min, typical and max are that price."""
-        return cls(id=gpu_id, quotes=(PriceQuote(usd_per_hour=usd_per_hour, tier="user", provider="user",
+        return cls(id=gpu_id, quotes=(PriceQuote(per_hour=usd_per_hour, tier="user", provider="user",
                                                  source="user"),))
 
 
