@@ -106,6 +106,24 @@ def test_user_prices_override_by_alias_and_unknown_gpus_are_named():
         cost.price("gb300")
     with pytest.raises(KeyError, match="unknown gpu"):
         cost.prices({"h1000": 1.0})
+
+
+def test_a_missing_price_says_how_to_pass_one_in_the_library_and_in_the_cli(capsys):
+    from gpusizer.cli import main
+
+    # gb300 has no bundled quote (data/prices.toml); the library names its own arguments, never a flag
+    with pytest.raises(KeyError) as error:
+        cost.price("gb300")
+    message = error.value.args[0]
+    assert "overrides={'gb300': 2.0}" in message and "usd_per_gpu_hour=2.0" in message and "--" not in message
+    assert "h100-sxm" in message.split("priced in USD: ")[1]
+    # the CLI names its flags and no Python syntax: one line, exit 2 (usage), no traceback
+    assert main(["cost", "llama-3.1-8b", "gb300"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("gpusizer: error: no price for gpu 'gb300'; pass one in USD per GPU-hour (e.g. --price 2.0")
+    assert "{" not in err and "overrides" not in err and len(err.splitlines()) == 1
+    # a system id names its GPU: 8 x b200 is priced (data/prices.toml), so the check passes on to the answer
+    assert main(["cost", "llama-3.1-8b", "hgx-b200-8x", "--json"]) == 0
     with pytest.raises(ValueError, match="price of h100"):
         cost.prices({"h100": -2})
 

@@ -219,13 +219,15 @@ def prices(overrides: Mapping[str, float] | None = None) -> dict[str, GpuPrice]:
     return table
 
 
-def price(gpu: Any, level: str = "typical", overrides: Mapping[str, float] | None = None) -> float:
+def price(gpu: Any, level: str = "typical", overrides: Mapping[str, float] | None = None, *,
+          how: str | None = None) -> float:
     """USD per GPU-hour of ``gpu`` at ``level`` (``min``, ``typical`` or ``max``).
 
     Raises
     ------
     KeyError
-        The GPU has no US-dollar price: none, or quotes only in another currency (the message says which).
+        The GPU has no US-dollar price: none, or quotes only in another currency (the message says which, and
+        how to pass one: ``how`` when given, as the CLI names its flag, else this library's arguments).
 
     Examples
     --------
@@ -239,7 +241,8 @@ def price(gpu: Any, level: str = "typical", overrides: Mapping[str, float] | Non
         codes = table[gpu_id].currencies if gpu_id in table else ()
         why = f"{gpu_id} is priced only in {', '.join(codes)}: {money.excluded_reason(codes[0])}" if codes else \
             f"no price for gpu {gpu_id!r}"
-        raise KeyError(f"{why}; pass one in USD (e.g. {{'{gpu_id}': 2.0}}); priced in USD: "
+        how = how or f"overrides={{{gpu_id!r}: 2.0}}, or usd_per_gpu_hour=2.0 in selfhost.bill/compare"
+        raise KeyError(f"{why}; pass one in USD per GPU-hour (e.g. {how}); priced in USD: "
                        f"{', '.join(sorted(g for g, r in table.items() if r.in_usd))}")
     return float(getattr(table[gpu_id], level))
 
@@ -425,14 +428,8 @@ def power_methods() -> tuple[str, ...]:
     return tuple(POWER_METHODS)
 
 
-def average_power(
-    tdp: Any,
-    busy: Any,
-    *,
-    idle_fraction: Any = None,
-    serving_fraction: Any = None,
-    method: str = "measured-fractions",
-) -> Any:
+def average_power(tdp: Any, busy: Any, *, idle_fraction: Any = None, serving_fraction: Any = None,
+                  method: str = "measured-fractions") -> Any:
     r"""Mean electrical power of one GPU serving an LLM.
 
     Parameters
