@@ -174,8 +174,8 @@ def _ownership(tmp_path, purchase: str, electricity: str = "") -> ownership.Owne
 
 
 def test_a_purchase_quote_in_another_currency_is_kept_but_not_converted(tmp_path):
-    usd = '{ usd = 25000.0, kind = "estimate", provider = "a", source = "https://x" },'
-    cny = '{ usd = 200000.0, kind = "retail", provider = "b", source = "https://y", currency = "CNY" },'
+    usd = '{ amount = 25000.0, kind = "estimate", provider = "a", source = "https://x" },'
+    cny = '{ amount = 200000.0, kind = "retail", provider = "b", source = "https://y", currency = "CNY" },'
     table = _ownership(tmp_path, usd + "\n" + cny)
     record = table.purchases["h100-sxm"]
     assert [q.currency for q in record.quotes] == ["USD", "CNY"]
@@ -187,7 +187,7 @@ def test_a_purchase_quote_in_another_currency_is_kept_but_not_converted(tmp_path
 
 
 def test_an_electricity_price_must_be_in_dollars(tmp_path):
-    usd = '{ usd = 25000.0, kind = "estimate", provider = "a", source = "https://x" },'
+    usd = '{ amount = 25000.0, kind = "estimate", provider = "a", source = "https://x" },'
     with pytest.raises(ValueError, match="electricity 'e' is in EUR"):
         _ownership(tmp_path, usd, electricity='currency = "EUR"\n')
 

@@ -278,6 +278,29 @@ def test_fit_json_names_the_engine_terms_of_its_startup_log(capsys):
     assert data["engine_memory"]["kv_cache_buffer_bytes"] == data["memory"]["kv_cache_bytes"]
 
 
+def test_fit_reports_llama_cpp_host_token_embedding(capsys):
+    # llama.cpp keeps token_embd in host memory (engines.vocabulary_on_gpu): Llama 3.1 8B's, vocabulary 128,256 x
+    # hidden 4,096 x 2 B (BF16) = 1,050,673,152 B, is outside memory.weights_bytes and reported beside it
+    assert main(["fit", "llama-3.1-8b", "h100", "--engine", "llama.cpp", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["host_weights_bytes"] == 128_256 * 4_096 * 2 == 1_050_673_152
+    assert data["engine_memory"]["cpu_mapped_model_buffer_bytes"] == 1_050_673_152
+    on_gpu = data["memory"]["weights_bytes"]
+    # two GPUs: one copy in host memory, not one per GPU
+    assert main(["fit", "llama-3.1-8b", "h100", "--engine", "llama.cpp", "--gpus", "2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["host_weights_bytes"] == 1_050_673_152
+    assert main(["fit", "llama-3.1-8b", "h100", "--engine", "llama.cpp"]) == 0
+    assert "host memory       1.05 GB      0.98 GiB   the token embedding, which llama.cpp keeps in host memory" in (
+        capsys.readouterr().out)
+    # vLLM holds the embedding on the GPU: nothing in host memory, no line
+    assert main(["fit", "llama-3.1-8b", "h100", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["host_weights_bytes"] == 0 and "cpu_mapped_model_buffer_bytes" not in data["engine_memory"]
+    assert data["memory"]["weights_bytes"] - on_gpu == 1_050_673_152  # the same BF16 weights, embedding included
+    assert main(["fit", "llama-3.1-8b", "h100"]) == 0
+    assert "host memory" not in capsys.readouterr().out
+
+
 def test_fit_json_kv_memory_goes_negative_as_vllm_logs_it(capsys):
     # vLLM prints the signed balance ("Available KV cache memory: -2.14 GiB", vllm#23278); Llama-3.1-70B in
     # BF16 (141 GB) on one H100 leaves a deficit: kv_pool_bytes stays 0, the engine term is minus the deficit

@@ -81,7 +81,7 @@ def test_price_table_has_provenance_and_catalogue_ids():
 def test_price_table_fingerprint():
     # A data edit shows up here as a reviewed change: GPUs, quotes, and the sum of all quoted prices.
     table = cost.load_prices()
-    quotes = [q.usd_per_hour for entry in table.values() for q in entry.quotes]
+    quotes = [q.per_hour for entry in table.values() for q in entry.quotes]
     # issue 18 added 4 GPUs and 9 quotes: B300 5.00 + 7.25, GB200 10.50 + 4.54, T4 0.20 + 0.76 + 0.35 + 0.50,
     # P40 0.11 (sum 29.21); its 2026-12-05 part added 9 GPUs and 18 quotes: A100 40GB 1.99 + 1.00, GH200 2.29 +
     # 6.50, A10 1.29, RTX A6000 1.09 + 0.50 + 0.35 + 0.40 + 0.82, A40 0.44, L40 1.25 + 1.00 + 0.70 + 0.80, RTX 3090 Ti
@@ -92,7 +92,7 @@ def test_price_table_fingerprint():
 
 def test_derived_prices_follow_the_documented_rule():
     entry = cost.load_prices()["h100-sxm"]
-    on_demand = [q.usd_per_hour for q in entry.quotes if q.tier in ("on-demand", "listed")]
+    on_demand = [q.per_hour for q in entry.quotes if q.tier in ("on-demand", "listed")]
     assert entry.typical == statistics.median(on_demand) == 2.69
     assert entry.min == 1.49  # the reserved 1.85 is above it; the 1.52 spot quote does not count
     assert entry.max == 3.49
@@ -106,6 +106,24 @@ def test_user_prices_override_by_alias_and_unknown_gpus_are_named():
         cost.price("gb300")
     with pytest.raises(KeyError, match="unknown gpu"):
         cost.prices({"h1000": 1.0})
+
+
+def test_a_missing_price_says_how_to_pass_one_in_the_library_and_in_the_cli(capsys):
+    from gpusizer.cli import main
+
+    # gb300 has no bundled quote (data/prices.toml); the library names its own arguments, never a flag
+    with pytest.raises(KeyError) as error:
+        cost.price("gb300")
+    message = error.value.args[0]
+    assert "overrides={'gb300': 2.0}" in message and "usd_per_gpu_hour=2.0" in message and "--" not in message
+    assert "h100-sxm" in message.split("priced in USD: ")[1]
+    # the CLI names its flags and no Python syntax: one line, exit 2 (usage), no traceback
+    assert main(["cost", "llama-3.1-8b", "gb300"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("gpusizer: error: no price for gpu 'gb300'; pass one in USD per GPU-hour (e.g. --price 2.0")
+    assert "{" not in err and "overrides" not in err and len(err.splitlines()) == 1
+    # a system id names its GPU: 8 x b200 is priced (data/prices.toml), so the check passes on to the answer
+    assert main(["cost", "llama-3.1-8b", "hgx-b200-8x", "--json"]) == 0
     with pytest.raises(ValueError, match="price of h100"):
         cost.prices({"h100": -2})
 

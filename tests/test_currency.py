@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from gpusizer import cost, currency, hosted, selfhost
+from gpusizer import cost, currency, hosted, ownership, selfhost
 from gpusizer.cli import main
 
 
@@ -23,13 +23,13 @@ def test_every_bundled_price_is_in_us_dollars():
 @pytest.mark.parametrize("code", ["usd", "XYZ", "US", "", "EURO"])
 def test_currency_must_be_an_iso_4217_code(code):
     with pytest.raises(ValidationError, match="ISO 4217"):
-        cost.PriceQuote(usd_per_hour=1.0, tier="on-demand", provider="p", source="s", currency=code)
+        cost.PriceQuote(per_hour=1.0, tier="on-demand", provider="p", source="s", currency=code)
     with pytest.raises(ValidationError, match="ISO 4217"):
         hosted.ApiPrice(provider="p", input_usd=0.1, output_usd=0.2, source="s", currency=code)
 
 
 def quote(value: float, code: str = "USD") -> cost.PriceQuote:
-    return cost.PriceQuote(usd_per_hour=value, tier="on-demand", provider="p", source="s", currency=code)
+    return cost.PriceQuote(per_hour=value, tier="on-demand", provider="p", source="s", currency=code)
 
 
 def test_non_usd_quotes_are_excluded_from_the_derived_figures_with_a_reason():
@@ -76,9 +76,9 @@ def cny_only_table(monkeypatch):
 def test_an_entry_priced_only_in_another_currency_loads_and_keeps_its_figures(tmp_path):
     path = tmp_path / "prices.toml"
     path.write_text('[[gpu]]\nid = "h20"\nquotes = [\n'
-                    '  { usd_per_hour = 6.0, tier = "on-demand", provider = "a", source = "s", currency = "CNY" },\n'
-                    '  { usd_per_hour = 9.0, tier = "on-demand", provider = "b", source = "s", currency = "CNY" },\n'
-                    '  { usd_per_hour = 4.0, tier = "reserved", provider = "c", source = "s", currency = "CNY" },\n]\n')
+                    '  { per_hour = 6.0, tier = "on-demand", provider = "a", source = "s", currency = "CNY" },\n'
+                    '  { per_hour = 9.0, tier = "on-demand", provider = "b", source = "s", currency = "CNY" },\n'
+                    '  { per_hour = 4.0, tier = "reserved", provider = "c", source = "s", currency = "CNY" },\n]\n')
     entry = cost.load_prices(path)["h20"]
     # CNY figures from the CNY quotes alone: min over on-demand + reserved = 4.0, median of 6 and 9 = 7.5, max 9.0
     assert [entry.figure(level, "CNY") for level in ("min", "typical", "max")] == [4.0, 7.5, 9.0]
@@ -91,7 +91,7 @@ def test_an_entry_priced_only_in_another_currency_loads_and_keeps_its_figures(tm
 
 def test_an_entry_without_any_typical_quote_still_fails_to_load(tmp_path):
     path = tmp_path / "prices.toml"
-    path.write_text('[[gpu]]\nid = "h20"\nquotes = [{ usd_per_hour = 1.0, tier = "spot", provider = "a", '
+    path.write_text('[[gpu]]\nid = "h20"\nquotes = [{ per_hour = 1.0, tier = "spot", provider = "a", '
                     'source = "s", currency = "CNY" }]\n')
     with pytest.raises(ValueError, match="h20: no on-demand, listed or user quote"):
         cost.load_prices(path)
@@ -136,3 +136,17 @@ def test_gpus_command_shows_a_price_in_its_currency(monkeypatch, capsys):
     got = {r["id"]: r for r in json.loads(capsys.readouterr().out)}
     assert (got["h20"]["rent_per_hour"], got["h20"]["rent_currency"]) == (7.0, "CNY")
     assert got["rtx-6000-ada"]["rent_per_hour"] is None
+
+
+def test_the_old_usd_names_of_a_quote_amount_are_refused_with_the_new_name(tmp_path):
+    # a quote's amount is in its `currency`, so it is `per_hour` / `amount`, never `usd_per_hour` / `usd`
+    path = tmp_path / "prices.toml"
+    path.write_text('[[gpu]]\nid = "h20"\nquotes = [{ usd_per_hour = 6.0, tier = "on-demand", provider = "a", '
+                    'source = "s", currency = "CNY" }]\n')
+    with pytest.raises(ValidationError, match=r"(?s)per_hour\n  Field required.*usd_per_hour\n  Extra inputs"):
+        cost.load_prices(path)
+    with pytest.raises(ValidationError, match=r"(?s)amount\n  Field required.*usd\n  Extra inputs"):
+        ownership.PurchaseQuote.model_validate({"usd": 1.0, "kind": "msrp", "provider": "p", "source": "s"})
+    bought = ownership.PurchaseQuote(amount=9.0e4, kind="retail", provider="p", source="s", currency="CNY")
+    assert bought.amount == 9.0e4
+    assert quote(15.0, "CNY").per_hour == 15.0

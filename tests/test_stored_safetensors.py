@@ -17,8 +17,9 @@ from hypothesis import strategies as st
 from safetensors.numpy import save_file
 from test_checkpoint_files import TINY, TINY_BYTES, run, tiny_tensors, write_awq, write_tiny
 
-from gpusizer import estimate, hf, parallel, precision, unpack
+from gpusizer import architecture, estimate, hf, parallel, precision, unpack
 from gpusizer.commands import model_argument
+from gpusizer.hf.quantization import unquantized_parts
 
 # write_awq (hidden 128, 2 layers, FFN 256, vocab 512, AWQ 4-bit group 128), by part (test_checkpoint_files):
 #   linears 153,216 B (I*O*133/256 over 294,912 weights) and norms 5 x 128 x 2 = 1,280 B, all replicated;
@@ -174,3 +175,104 @@ def test_every_stored_byte_is_sized_or_named_not_loaded(tensors: dict[str, tuple
     unloaded = sum(t.bytes for t in found if hf.tensor_part(t.name, record.num_layers, tied) == "not_loaded")
     assert s.layers + s.experts + s.embedding + s.head + unloaded == checkpoint.total_bytes
     assert 0 <= s.replicated <= s.layers and sum(size for _, size in s.by_type) + unloaded == checkpoint.total_bytes
+
+
+# --- issue 21: 16-bit shared experts and routers of a quantised MoE checkpoint ---------------------------------------
+
+#: A tiny AWQ (4-bit, group 128) Qwen2-MoE: hidden 128, 2 layers, 4 heads of 32, 2 KV heads, 2 routed experts of
+#: width 128 (top 1), one shared expert of width 256 behind a sigmoid gate, vocab 512; every layer an MoE layer.
+MOE = TINY | {"model_type": "qwen2_moe", "hidden_size": 128, "vocab_size": 512, "intermediate_size": 256,
+              "moe_intermediate_size": 128, "shared_expert_intermediate_size": 256, "num_experts": 2,
+              "num_experts_per_tok": 1, "decoder_sparse_step": 1, "mlp_only_layers": [],
+              "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True}}
+
+
+def _awq(stem: str, out: int, inp: int) -> dict[str, np.ndarray]:
+    """AutoAWQ's GEMM layout of one linear (``write_awq``): I*O*133/256 bytes."""
+    return {stem + ".qweight": np.zeros((inp, out // 8), np.int32),
+            stem + ".qzeros": np.zeros((inp // 128, out // 8), np.int32),
+            stem + ".scales": np.zeros((inp // 128, out), np.float16)}
+
+
+def write_moe(folder: Path, shared_16bit: bool) -> Path:
+    """``MOE`` with transformers' Qwen2-MoE names (``Qwen2MoeSparseMoeBlock``: ``mlp.gate``, ``mlp.experts.E``,
+    ``mlp.shared_expert``, ``mlp.shared_expert_gate``); the router and the shared-expert gate in F16, as AutoAWQ
+    leaves them, the shared expert in F16 too when ``shared_16bit`` (the config declares none of it)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(MOE))
+    f16 = {"model.embed_tokens.weight": (512, 128), "lm_head.weight": (512, 128), "model.norm.weight": (128,)}
+    arrays: dict[str, np.ndarray] = {}
+    for i in range(2):
+        p = f"model.layers.{i}."
+        f16 |= {p + "input_layernorm.weight": (128,), p + "post_attention_layernorm.weight": (128,),
+                p + "self_attn.q_proj.bias": (128,), p + "self_attn.k_proj.bias": (64,),
+                p + "self_attn.v_proj.bias": (64,), p + "mlp.gate.weight": (2, 128),
+                p + "mlp.shared_expert_gate.weight": (1, 128)}
+        for name, out, inp in (("q_proj", 128, 128), ("k_proj", 64, 128), ("v_proj", 64, 128), ("o_proj", 128, 128)):
+            arrays |= _awq(p + "self_attn." + name, out, inp)
+        for e in range(2):
+            for name in ("gate_proj", "up_proj", "down_proj"):
+                arrays |= _awq(f"{p}mlp.experts.{e}.{name}", 128, 128)
+        for name, out, inp in (("gate_proj", 256, 128), ("up_proj", 256, 128), ("down_proj", 128, 256)):
+            if shared_16bit:
+                f16[f"{p}mlp.shared_expert.{name}.weight"] = (out, inp)
+            else:
+                arrays |= _awq(f"{p}mlp.shared_expert.{name}", out, inp)
+    save_file(arrays | {name: np.zeros(shape, np.float16) for name, shape in f16.items()},
+              str(folder / "model.safetensors"))
+    return folder
+
+
+# Bytes of write_moe, per layer: attention q, o 128 x 128 + k, v 64 x 128 = 49,152 weights x 133/256 = 25,536 B;
+# 2 routed experts x 3 x 128 x 128 = 98,304 weights x 133/256 = 51,072 B; the shared expert 3 x 256 x 128 = 98,304
+# weights, 51,072 B in AWQ or 196,608 B in F16; F16 vectors: 2 norms 512 B, q/k/v biases 512 B, router 2 x 128 x 2
+# = 512 B, shared-expert gate 256 B: 1,792 B. The final norm 256 B; embedding and head 512 x 128 x 2 = 131,072 B each.
+MOE_ROUTED = 2 * 51_072
+MOE_FIXED = 2 * (25_536 + 1_792) + 256  # attention and vectors of both layers and the final norm: 54,912 B
+
+
+def test_16_bit_shared_experts_of_a_quantised_moe_are_named_and_counted(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    record, _ = model_argument.resolve_model(str(write_moe(tmp_path / "moe", shared_16bit=True)))
+    # mlp.shared_expert.* in F16 in every layer: the ffn role (Model.unquantized_roles: dense FFN and shared experts)
+    assert record.unquantized_roles == ("ffn",) and record.unquantized_layers == ()
+    assert "ffn in every layer in 16-bit" in record.notes
+    # the shared experts, 2 x 98,304 = 196,608 parameters, are what the record keeps at the activation dtype
+    assert architecture.parameter_counts(record).unquantized == 196_608
+    s = record.stored_weights
+    assert s is not None and (s.layers, s.experts, s.embedding, s.head) == (MOE_FIXED + 2 * 196_608, MOE_ROUTED,
+                                                                           131_072, 131_072)
+    status, out, _ = run(capsys, "fit", str(tmp_path / "moe"), "h100", "--json")
+    data = json.loads(out)
+    assert status == 0 and data["checkpoint"]["undeclared_16bit"] == {"roles": ["ffn"], "layers": []}
+    # 54,912 + 393,216 + 102,144 + 2 x 131,072 = 812,416 B
+    assert data["memory"]["weights_bytes"] == MOE_FIXED + 2 * 196_608 + MOE_ROUTED + 2 * 131_072 == 812_416
+
+
+def test_a_16_bit_router_alone_is_no_undeclared_role(tmp_path: Path) -> None:
+    # the router (mlp.gate, 2 x 128) and the shared-expert gate (1 x 128) are 2-D F16 weights in every layer, as
+    # every AWQ export leaves them, but they are vectors of the count (architecture.moe_params), already sized at
+    # the activation dtype: nothing is undeclared, and mlp.gate is not read as mlp.gate_proj
+    record, _ = model_argument.resolve_model(str(write_moe(tmp_path / "moe", shared_16bit=False)))
+    assert record.unquantized_roles == () and record.unquantized_layers == ()
+    s = record.stored_weights
+    assert s is not None and s.layers == MOE_FIXED + 2 * 51_072 == 157_056 and s.experts == MOE_ROUTED
+
+
+def test_deepseek_and_qwen_moe_names_map_to_their_roles() -> None:
+    # transformers' names (DeepseekV3MoE: mlp.shared_experts, mlp.gate; Qwen2MoeSparseMoeBlock: mlp.shared_expert,
+    # mlp.shared_expert_gate; Qwen3MoeSparseMoeBlock: mlp.gate) of 2-layer models
+    def names(*modules: str) -> list[str]:
+        return [f"model.layers.{i}.mlp.{m}" for i in range(2) for m in modules]
+
+    assert unquantized_parts(names("shared_experts.gate_proj", "shared_experts.up_proj", "gate"), 2) == (
+        ("ffn",), ())
+    assert unquantized_parts(names("gate", "shared_expert_gate"), 2) == ((), ())
+    # DeepSeek-V3's dense first layer (mlp.down_proj) and a later layer's shared experts: ffn in every layer
+    assert unquantized_parts(["model.layers.0.mlp.down_proj", "model.layers.1.mlp.shared_experts.down_proj"],
+                                2) == (("ffn",), ())
+    # a shared expert 16-bit in one layer only: that layer is listed whole
+    assert unquantized_parts(["model.layers.1.mlp.shared_expert.up_proj"], 2) == ((), (1,))
+    # a config's exclusion patterns (compressed-tensors regex, glob) reach the shared experts too
+    assert unquantized_parts(["re:.*shared_experts.*"], 2) == (("ffn",), ())
+    assert unquantized_parts(["re:.*mlp.gate$"], 2) == ((), ())

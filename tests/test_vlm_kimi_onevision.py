@@ -175,3 +175,31 @@ def test_llava_onevision_shrink_floors_as_python_floor_division() -> None:
     # 582x1921: canvas 768x2304 (2x6 tiles), 54 x 162 features, 50 x 162 unpadded; q = sqrt(8100/6561) = 10/9 in
     # float is a hair above, so the processor's 50 // q is 44 (not 45) and 162 // q is 145: 44*145 + 44 + 729 = 7153
     assert images.llava_onevision_tokens(582, 1921) == (7153.0, 13 * 729.0)
+
+
+def test_llava_onevision_text_config_takes_qwen2config_defaults() -> None:
+    # LlavaOnevisionConfig builds CONFIG_MAPPING["qwen2"] (Qwen2Config) from its text_config; a key left out takes
+    # Qwen2Config's default (transformers configuration_qwen2.py @ caa31776): vocab 151,936, hidden 4096, ffn 22,016,
+    # 32 layers, 32 heads, 32 KV heads, context 32,768, untied. A layer: q/k/v 3 x (4096^2 + 4096) + o 4096^2 =
+    # 67,121,152; MLP 3 x 4096 x 22,016 = 270,532,608; 2 norms 8192: 337,661,952; x 32 = 10,805,182,464;
+    # embeddings 2 x 151,936 x 4096 = 1,244,659,712; final norm 4096: 12,049,846,272.
+    config = _onevision_05b(text_config={"model_type": "qwen2"})
+    model = from_hf_config(config)
+    assert (model.vocab_size, model.hidden_size, model.intermediate_size, model.num_layers) == (151936, 4096, 22016, 32)
+    assert (model.num_heads, model.num_kv_heads, model.max_context, model.tie_embeddings) == (32, 32, 32768, False)
+    assert architecture.parameter_counts(model).main == 12_049_846_272
+    # the projector reads the defaulted text width: 1152*4096 + 4096 + 4096^2 + 4096 + image_newline 4096
+    assert model.vision is not None and model.vision.projector_params == 21_508_096
+    # a text_config naming no model_type is Qwen2 too; given keys win, omitted ones default (vocab, context)
+    partial = {k: v for k, v in _onevision_05b()["text_config"].items()  # type: ignore[attr-defined]
+               if k not in ("model_type", "vocab_size", "max_position_embeddings")}
+    small = from_hf_config(_onevision_05b(text_config=partial))
+    assert (small.vocab_size, small.hidden_size, small.num_kv_heads, small.max_context) == (151936, 896, 2, 32768)
+    # Qwen2Config's num_key_value_heads default is 32, not the head count: 14 heads and no KV count is refused
+    # rather than read as 14 KV heads
+    del partial["num_key_value_heads"]
+    with pytest.raises(ValueError, match="num_attention_heads 14 is not a multiple of num_key_value_heads 32"):
+        from_hf_config(_onevision_05b(text_config=partial))
+    # the defaults are Qwen2's alone: a llama text_config inside llava_onevision gets none
+    with pytest.raises(ValueError, match="lacks essential keys: hidden_size, num_hidden_layers, num_attention_heads"):
+        from_hf_config(_onevision_05b(text_config={"model_type": "llama", "intermediate_size": 8}))

@@ -111,8 +111,9 @@ def price_section() -> list[str]:
     return [
         "## Rental prices",
         "",
-        f"{len(rows)} accelerators have bundled rental quotes (`data/prices.toml`, each with its provider, "
-        "source, date and currency); min, typical and max are derived from the US-dollar quotes "
+        f"{len(rows)} accelerators have bundled rental quotes (`data/prices.toml`, each a `per_hour` price in "
+        "its `currency`, with its provider, source and date); min, typical and max are derived from the "
+        "US-dollar quotes "
         "(`gpusizer.cost.GpuPrice`). A quote in another currency is never converted: a card quoted only in "
         "another currency (a China-market card priced in CNY) shows its figures in that currency and has no "
         "US-dollar price, so every cost answer treats it as unpriced.",

@@ -160,7 +160,7 @@ def fit_json(result: Estimate) -> dict[str, Any]:
     own accounting under its own names (``engine_memory``)."""
     data = result.to_dict()
     data["memory"] = {key: _bytes(value) for key, value in data["memory"].items()}
-    for key in ("kv_pool_bytes", "kv_pool_deficit_bytes"):
+    for key in ("kv_pool_bytes", "kv_pool_deficit_bytes", "host_weights_bytes"):
         data[key] = _bytes(data[key])
     data["engine_memory"] = engine_memory(result)
     return data
@@ -212,9 +212,10 @@ _ENGINE_TERMS: dict[str, tuple[tuple[str, str], ...]] = {
         ("execution_context_memory_bytes", "activation"), ("kv_cache_memory_bytes", "pool"),
         ("max_tokens_in_paged_kv_cache", "pool_tokens"),
     ),
-    "llama.cpp": (  # llama_model_load "model buffer size", llama_kv_cache "size", "compute buffer size"
-        ("model_buffer_bytes", "weights"), ("kv_cache_buffer_bytes", "kv_cache"),
-        ("compute_buffer_bytes", "activation"),
+    "llama.cpp": (  # llama_model_load "model buffer size" (the GPU's, and "CPU_Mapped model buffer size": the
+        # token embedding in host memory), llama_kv_cache "size", "compute buffer size"
+        ("model_buffer_bytes", "weights"), ("cpu_mapped_model_buffer_bytes", "host_weights"),
+        ("kv_cache_buffer_bytes", "kv_cache"), ("compute_buffer_bytes", "activation"),
     ),
 }
 
@@ -236,7 +237,7 @@ def engine_memory(result: Estimate, profile: engines.EngineProfile | None = None
         "activation": m.activation_bytes, "cuda_graph": profile.cuda_graph_bytes,
         "non_torch": engines.non_torch_bytes(profile.runtime_bytes, profile.runtime_bytes_multi_gpu, result.gpus),
         "pool": result.kv_pool_bytes - result.kv_pool_deficit_bytes,  # signed, as vLLM logs "-2.14 GiB"
-        "pool_tokens": result.kv_pool_tokens, "kv_cache": m.kv_cache_bytes,
+        "pool_tokens": result.kv_pool_tokens, "kv_cache": m.kv_cache_bytes, "host_weights": result.host_weights_bytes,
     }
     terms: dict[str, Any] = {name: _bytes(numbers[key]) for name, key in _ENGINE_TERMS.get(profile.name, ())}
     if profile.name == "vllm":  # "Maximum concurrency for N tokens per request: X x": pool tokens over N

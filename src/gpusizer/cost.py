@@ -79,8 +79,8 @@ Tier = Literal["on-demand", "reserved", "spot", "hyperscaler", "listed", "user"]
 class PriceQuote(_Record):
     """One price of one GPU-hour, where and when it was read."""
 
-    usd_per_hour: Annotated[float, Field(gt=0)]
-    """Price of one GPU for one hour, in ``currency`` (US dollars unless it says otherwise). [USD/h]"""
+    per_hour: Annotated[float, Field(gt=0)]
+    """Price of one GPU for one hour, in ``currency`` (US dollars unless it says otherwise). [currency/h]"""
     tier: Tier
     """``on-demand``, ``reserved``, ``spot``, ``hyperscaler``, ``listed`` (disputed label) or ``user``."""
     provider: str
@@ -138,12 +138,12 @@ class GpuPrice(_Record):
         Examples
         --------
         >>> q = dict(tier="on-demand", provider="p", source="s", currency="CNY")
-        >>> GpuPrice(id="x", quotes=(PriceQuote(usd_per_hour=6.0, **q), PriceQuote(usd_per_hour=8.0, **q))
+        >>> GpuPrice(id="x", quotes=(PriceQuote(per_hour=6.0, **q), PriceQuote(per_hour=8.0, **q))
         ...          ).figure("typical", "CNY")
         7.0
         """
         one_of(level, "level", tuple(TIERS_FOR))
-        values = [q.usd_per_hour for q in self.quotes if q.tier in TIERS_FOR[level] and q.currency == money.check(code)]
+        values = [q.per_hour for q in self.quotes if q.tier in TIERS_FOR[level] and q.currency == money.check(code)]
         if not values:
             others = sorted({q.currency for q in self.quotes} - {code})
             left = f" (quotes in {', '.join(others)} are not converted)" if others else ""
@@ -169,7 +169,7 @@ class GpuPrice(_Record):
     @classmethod
     def user(cls, gpu_id: str, usd_per_hour: float) -> GpuPrice:
         """A price the user states: min, typical and max are that price."""
-        return cls(id=gpu_id, quotes=(PriceQuote(usd_per_hour=usd_per_hour, tier="user", provider="user",
+        return cls(id=gpu_id, quotes=(PriceQuote(per_hour=usd_per_hour, tier="user", provider="user",
                                                  source="user"),))
 
 
@@ -219,13 +219,15 @@ def prices(overrides: Mapping[str, float] | None = None) -> dict[str, GpuPrice]:
     return table
 
 
-def price(gpu: Any, level: str = "typical", overrides: Mapping[str, float] | None = None) -> float:
+def price(gpu: Any, level: str = "typical", overrides: Mapping[str, float] | None = None, *,
+          how: str | None = None) -> float:
     """USD per GPU-hour of ``gpu`` at ``level`` (``min``, ``typical`` or ``max``).
 
     Raises
     ------
     KeyError
-        The GPU has no US-dollar price: none, or quotes only in another currency (the message says which).
+        The GPU has no US-dollar price: none, or quotes only in another currency (the message says which, and
+        how to pass one: ``how`` when given, as the CLI names its flag, else this library's arguments).
 
     Examples
     --------
@@ -239,7 +241,8 @@ def price(gpu: Any, level: str = "typical", overrides: Mapping[str, float] | Non
         codes = table[gpu_id].currencies if gpu_id in table else ()
         why = f"{gpu_id} is priced only in {', '.join(codes)}: {money.excluded_reason(codes[0])}" if codes else \
             f"no price for gpu {gpu_id!r}"
-        raise KeyError(f"{why}; pass one in USD (e.g. {{'{gpu_id}': 2.0}}); priced in USD: "
+        how = how or f"overrides={{{gpu_id!r}: 2.0}}, or usd_per_gpu_hour=2.0 in selfhost.bill/compare"
+        raise KeyError(f"{why}; pass one in USD per GPU-hour (e.g. {how}); priced in USD: "
                        f"{', '.join(sorted(g for g, r in table.items() if r.in_usd))}")
     return float(getattr(table[gpu_id], level))
 
@@ -425,14 +428,8 @@ def power_methods() -> tuple[str, ...]:
     return tuple(POWER_METHODS)
 
 
-def average_power(
-    tdp: Any,
-    busy: Any,
-    *,
-    idle_fraction: Any = None,
-    serving_fraction: Any = None,
-    method: str = "measured-fractions",
-) -> Any:
+def average_power(tdp: Any, busy: Any, *, idle_fraction: Any = None, serving_fraction: Any = None,
+                  method: str = "measured-fractions") -> Any:
     r"""Mean electrical power of one GPU serving an LLM.
 
     Parameters

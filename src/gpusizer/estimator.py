@@ -136,6 +136,9 @@ class Estimate(Presented):
     memory_fraction: Any
     """The engine's memory fraction in force on this GPU and layout (``gpu_memory_utilization``,
     ``mem_fraction_static``, ``free_gpu_memory_fraction``; ``engine_defaults.memory_fraction``). [-]"""
+    host_weights_bytes: Any
+    """Weights the engine keeps in host memory, outside ``memory``: llama.cpp's token embedding (its
+    ``CPU_Mapped model buffer``; ``engines.vocabulary_on_gpu``), once per deployment; 0 elsewhere. [B]"""
     decode: performance.Decode
     """Decode speed of the next token when every sequence holds ``context`` tokens."""
     prefill: performance.Prefill
@@ -175,23 +178,12 @@ def resolve_target(gpu: str | catalog.GPU | catalog.System, gpus: int | None) ->
 
 
 def estimate(
-    model: str | catalog.Model,
-    gpu: str | catalog.GPU | catalog.System,
-    *,
-    weights: str | None = None,
-    kv_cache: str | None = None,
-    context: Any = 8192,
-    concurrency: Any = 1,
-    prompt: Any = None,
-    gpus: int | None = None,
-    engine: str | engines.EngineProfile = "vllm",
-    layout: str | parallel.Layout = "tp",
-    calibration: _calibration.Calibration | None = None,
-    speculative: speculation.Speculative | None = None,
-    prefix: caching.PrefixCaching | None = None,
-    lora: adapters.LoRA | None = None,
-    offload: offloading.Offload | None = None,
-    images: multimodal.Images | None = None,
+    model: str | catalog.Model, gpu: str | catalog.GPU | catalog.System, *, weights: str | None = None,
+    kv_cache: str | None = None, context: Any = 8192, concurrency: Any = 1, prompt: Any = None,
+    gpus: int | None = None, engine: str | engines.EngineProfile = "vllm", layout: str | parallel.Layout = "tp",
+    calibration: _calibration.Calibration | None = None, speculative: speculation.Speculative | None = None,
+    prefix: caching.PrefixCaching | None = None, lora: adapters.LoRA | None = None,
+    offload: offloading.Offload | None = None, images: multimodal.Images | None = None,
 ) -> Estimate:
     """Size one model on one GPU type: memory per GPU, fit, KV pool and its limits.
 
@@ -496,4 +488,5 @@ def memory_numbers(
         max_context=memory.max_context(pool / stage, resident, f.layout, f.kv_bpe, f.act_bpe, limit=f.limit, **cache),
         context_exceeds_model_max=scalar_or_array(number(ctx) > f.limit),
         memory_fraction=fraction,
+        host_weights_bytes=scalar_or_array(number(f.embedding_bytes) - vocabulary[0]),  # what the GPU does not hold
     )

@@ -95,8 +95,8 @@ class _Sourced(_Record):
 class PurchaseQuote(_Record):
     """One purchase price of one GPU, where and when it was read."""
 
-    usd: Annotated[float, Field(gt=0)]
-    """Price of one GPU (card or module), in ``currency`` (US dollars unless it says otherwise). [USD]"""
+    amount: Annotated[float, Field(gt=0)]
+    """Price of one GPU (card or module), in ``currency`` (US dollars unless it says otherwise). [currency]"""
     kind: Literal["msrp", "estimate", "retail", "user"]
     """``msrp`` (vendor launch price), ``estimate`` (analyst or press figure), ``retail`` (a listing) or ``user``."""
     provider: str
@@ -117,7 +117,7 @@ class GpuPurchase(_Record):
     @property
     def typical(self) -> float:
         """Median of the US-dollar quotes; ``ValueError`` when every quote is in another currency. [USD]"""
-        values = [q.usd for q in self.quotes if q.currency == money.BASE]
+        values = [q.amount for q in self.quotes if q.currency == money.BASE]
         if not values:
             others = ", ".join(sorted({q.currency for q in self.quotes}))
             raise ValueError(f"{self.id}: no purchase quote in USD (quotes in {others} are not converted)")
@@ -253,7 +253,7 @@ def purchase_price(gpu: Any) -> tuple[float | None, str]:
     record = ownership_table().purchases.get(gpu_id)
     if record is None:
         return None, f"no purchase quote for {gpu_id} in data/ownership.toml; pass one (--purchase-price USD)"
-    return record.typical, "; ".join(f"{q.usd:,.0f} {q.currency} {q.kind}, {q.provider}" for q in record.quotes)
+    return record.typical, "; ".join(f"{q.amount:,.0f} {q.currency} {q.kind}, {q.provider}" for q in record.quotes)
 
 
 # --- formulas -------------------------------------------------------------------------------------

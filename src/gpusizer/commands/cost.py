@@ -15,7 +15,7 @@ import math
 from dataclasses import asdict
 from typing import Any
 
-from gpusizer import catalog, engines
+from gpusizer import catalog, cost, engines, estimator
 from gpusizer.commands import common, model_argument
 from gpusizer.commands import ownership as owning
 from gpusizer.commands import speculative as speculating
@@ -103,6 +103,8 @@ def _cost(args: argparse.Namespace) -> str:
     own = owning.owning(args)
     if own is not None and args.price is not None:
         raise common.CommandError("--price is a rental price: drop it with --own (or use --purchase-price)")
+    if own is None and args.price is None:  # the library's message names its arguments: name the flags here
+        cost.price(estimator.resolve_target(args.gpu, args.gpus)[0], how="--price 2.0, or --own for a bought GPU")
     workload, slo = common.service(args, 1.0)
     api = None if args.api_price is None else hosted.ApiPrice(provider="user", input_usd=args.api_price[0],
                                                               output_usd=args.api_price[1], source="user")

@@ -163,6 +163,8 @@ def _single_text(result: Any, device: Any, record: Any, layout_note: str) -> str
         f"({m.budget_bytes / m.capacity_bytes:.0%})",
         f"  capacity     {_size(m.capacity_bytes)}   {capacity_source(device, m.capacity_bytes)}",
         f"  headroom     {_size(m.headroom_bytes)}   engine share - total",
+        *([f"  host memory  {_size(result.host_weights_bytes)}   the token embedding, which {result.engine} keeps "
+           "in host memory, once (not in the total)"] if result.host_weights_bytes else []),
         "",
     ]
     fitting, asked = _plural(result.max_concurrency, "sequence"), _plural(result.concurrency, "sequence")

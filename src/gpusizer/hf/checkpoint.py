@@ -80,7 +80,8 @@ def _fields(top: Section, hf_quant: Section | None) -> Fields:
         model_type = inner.text("model_type") or (wrapper[0] if wrapper else None)
     if wrapper is not None and model_type not in ARCHITECTURES:  # qwen2_5_vl(_text): its text model is qwen2
         model_type = wrapper[0]
-    defaults = {**DEFAULTS.get(model_type or "", {}), **(TEXT_DEFAULTS.get(model_type or "", {}) if wrapper else {})}
+    text_type, text_defaults = TEXT_DEFAULTS.get(top.text("model_type") or "", ("", {}))
+    defaults = {**DEFAULTS.get(model_type or "", {}), **(text_defaults if model_type == text_type else {})}
     text = Section((inner or top).data, (inner or top).where, top.notes, defaults)
     build = ARCHITECTURES.get(model_type or "")
     if build is None:

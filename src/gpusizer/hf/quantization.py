@@ -166,10 +166,20 @@ def quantization_methods() -> tuple[str, ...]:
 #: ModelOpt's ``exclude_modules`` and the ``ignored_layers`` some fp8 exporters write.
 _EXCLUDE_KEYS = ("modules_to_not_convert", "ignore", "exclude_modules", "ignored_layers")
 #: A Llama-style module name of each role in layer ``{i}``; a role is excluded in a layer when any matches.
+#: ``ffn`` (``Model.unquantized_roles``: the dense FFN and the shared experts) also names the shared experts of an
+#: MoE layer as huggingface/transformers names them: ``mlp.shared_experts`` (``DeepseekV3MoE``,
+#: @00b676f8f0489b88652a31d70751cc540dd06305:src/transformers/models/deepseek_v3/modeling_deepseek_v3.py) and
+#: ``mlp.shared_expert`` (``Qwen2MoeSparseMoeBlock``, @00a3f9386614dde0dc41cf4e9b8d0abd3af0671d:
+#: src/transformers/models/qwen2_moe/modeling_qwen2_moe.py), each a gate/up/down MLP. The router ``mlp.gate``
+#: (those two and ``Qwen3MoeSparseMoeBlock``, @00d4b3d2142cb4ced2f51b90614b5d26bc045015:
+#: src/transformers/models/qwen3_moe/modeling_qwen3_moe.py) and Qwen2-MoE's ``mlp.shared_expert_gate`` are no
+#: role: ``architecture.moe_params`` counts them as vectors, sized at the activation dtype whatever the format.
+_FFN = ("gate_proj", "up_proj", "down_proj")
 _ROLE_MODULES = {
     "attention": ("model.layers.{i}.self_attn.q_proj", "model.layers.{i}.self_attn.k_proj",
                   "model.layers.{i}.self_attn.v_proj", "model.layers.{i}.self_attn.o_proj"),
-    "ffn": ("model.layers.{i}.mlp.gate_proj", "model.layers.{i}.mlp.up_proj", "model.layers.{i}.mlp.down_proj"),
+    "ffn": tuple(f"model.layers.{{i}}.mlp.{block}{p}" for block in ("", "shared_experts.", "shared_expert.")
+                 for p in _FFN),
 }
 
 
@@ -205,10 +215,11 @@ def _matches(pattern: str, module: str) -> bool:
 def unquantized_parts(patterns: list[str], num_layers: int) -> tuple[tuple[str, ...], tuple[int, ...]]:
     """``(unquantized_roles, unquantized_layers)`` of a model from its excluded module patterns.
 
-    A role (``attention``: the mixer's projections; ``ffn``: the dense FFN) excluded in every layer is a
-    role; the layers where some role is excluded otherwise are listed whole. Embeddings, the LM head,
-    routers and norms are left in the activation dtype by every Hugging Face format anyway, and routed
-    experts follow ``expert_weights``, so their entries change nothing.
+    A role (``attention``: the mixer's projections; ``ffn``: the dense FFN or an MoE layer's shared experts)
+    excluded in every layer is a role; the layers where some role is excluded otherwise are listed whole.
+    Embeddings, the LM head, routers (``mlp.gate``, ``mlp.shared_expert_gate``) and norms are left in the
+    activation dtype by every Hugging Face format anyway, and routed experts follow ``expert_weights``, so their
+    entries change nothing.
 
     Examples
     --------
@@ -216,6 +227,8 @@ def unquantized_parts(patterns: list[str], num_layers: int) -> tuple[tuple[str, 
     (('attention',), ())
     >>> unquantized_parts(["model.layers.0.mlp.down_proj", "model.layers.3.mlp.up_proj"], 4)
     ((), (0, 3))
+    >>> unquantized_parts([f"model.layers.{i}.mlp.{m}" for i in range(2) for m in ("gate", "shared_expert")], 2)
+    (('ffn',), ())
     """
     if not patterns:
         return (), ()

@@ -4,7 +4,7 @@ InternVL's InternViT, LLaVA's CLIP, LLaVA-OneVision's SigLIP, Kimi K2.5's MoonVi
 ``WRAPPERS`` maps a wrapper ``model_type`` to its text ``model_type`` and its vision reader; the
 projector parameter counts are given in each reader's docstring and in ``gpusizer.hf``.
 ``TEXT_DEFAULTS`` holds the defaults of the text configuration class a wrapper builds from a
-``text_config`` that leaves keys out (LLaVA-1.5's Vicuna: ``LlamaConfig``'s).
+``text_config`` that leaves keys out (LLaVA-1.5's Vicuna: ``LlamaConfig``'s; LLaVA-OneVision: ``Qwen2Config``'s).
 """
 
 from __future__ import annotations
@@ -265,12 +265,26 @@ def _pinpoints(top: Section) -> tuple[tuple[int, int], ...] | None:
     return tuple((p[0], p[1]) for p in pairs)
 
 
-#: Defaults of the text configuration class a wrapper builds from a ``text_config`` that leaves keys out, by its
-#: ``model_type`` (LLaVA-1.5's Vicuna: ``LlamaConfig``, huggingface/transformers,
-#: src/transformers/models/llama/configuration_llama.py). Standalone configs keep ``DEFAULTS`` alone.
-TEXT_DEFAULTS: dict[str, dict[str, int]] = {
-    "llama": {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
-              "num_attention_heads": 32, "max_position_embeddings": 2048},
+_LLAMA = {"vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+          "num_attention_heads": 32, "max_position_embeddings": 2048}
+_QWEN2 = {"vocab_size": 151936, "hidden_size": 4096, "intermediate_size": 22016, "num_hidden_layers": 32,
+          "num_attention_heads": 32, "num_key_value_heads": 32, "max_position_embeddings": 32768,
+          "sliding_window": 4096, "max_window_layers": 28}
+
+#: Defaults of the text configuration class a wrapper builds from a ``text_config`` that leaves keys out, by the
+#: wrapper's ``model_type``: (text ``model_type``, defaults). The wrapper builds ``CONFIG_MAPPING[model_type]`` of
+#: the text_config (that text model_type when it names none), so the defaults apply to that model_type alone
+#: (a Mistral text_config in LLaVA-NeXT gets none). huggingface/transformers: LLaVA's Vicuna ``LlamaConfig``
+#: (src/transformers/models/llama/configuration_llama.py); LLaVA-OneVision's ``Qwen2Config``
+#: (src/transformers/models/qwen2/configuration_qwen2.py, commit caa3177646255d2cf73626315c8582722af4749c;
+#: tie_word_embeddings False and use_sliding_window False are the readers' own defaults;
+#: src/transformers/models/llava_onevision/configuration_llava_onevision.py, commit
+#: 04ea11d8880b62cea38d4eafaf47b49608287719, defaults the text model_type to qwen2). Standalone configs and
+#: wrappers with a text configuration class of their own (Qwen2.5-VL's) keep ``DEFAULTS`` alone.
+TEXT_DEFAULTS: dict[str, tuple[str, dict[str, int]]] = {
+    "llava": ("llama", _LLAMA),
+    "llava_next": ("llama", _LLAMA),
+    "llava_onevision": ("qwen2", _QWEN2),
 }
 
 
