@@ -31,7 +31,7 @@ def summary(record: catalog.Model, checkpoint: Checkpoint | None) -> dict[str, A
     of the files), ``computed_bytes`` (the weights the config implies at the checkpoint precisions,
     multi-token-prediction modules included), ``difference`` (stored over computed, less 1),
     ``not_loaded_bytes`` (tensors serving does not load: multi-token-prediction modules, a tied head;
-    ``hf.tensor_part``), ``kept_16bit`` (``{"tensors": pattern, "count", "bytes"}`` of the weight matrices a
+    ``hf.tensor_parts``), ``kept_16bit`` (``{"tensors": pattern, "count", "bytes"}`` of the weight matrices a
     quantised checkpoint keeps in BF16/F16; empty otherwise) and ``undeclared_16bit`` (``{"roles", "layers"}``
     of those the quantization config does not declare: ``hf.unquantized_found``, counted in the record's
     ``unquantized_roles``/``unquantized_layers``).
@@ -50,8 +50,7 @@ def summary(record: catalog.Model, checkpoint: Checkpoint | None) -> dict[str, A
         "stored_bytes": found.total_bytes,
         "computed_bytes": round(computed),
         "difference": difference,
-        "not_loaded_bytes": sum(t.bytes for t in found.tensors
-                                if hf.tensor_part(t.name, record.num_layers, record.tie_embeddings) == "not_loaded"),
+        "not_loaded_bytes": hf.tensor_parts(found, record)["not_loaded"],
         "kept_16bit": [{"tensors": name, "count": count, "bytes": size}
                        for name, (count, size) in hf.kept_16bit(found).items()],
         "undeclared_16bit": {"roles": list(roles), "layers": list(layers)},

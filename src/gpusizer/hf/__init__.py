@@ -76,7 +76,7 @@ from gpusizer.hf.checkpoint import (
 )
 from gpusizer.hf.quantization import quantization_methods
 from gpusizer.hf.section import LIMITS, MAX_CONFIG_BYTES, MAX_INDEX_BYTES, ConfigAssumptionWarning
-from gpusizer.hf.stored import stored_weights, tensor_part, unquantized_found, with_stored_weights
+from gpusizer.hf.stored import stored_weights, tensor_part, tensor_parts, unquantized_found, with_stored_weights
 from gpusizer.hf.tensors import MAX_HEADER_BYTES, CheckpointTensors, Tensor, kept_16bit, read_checkpoint, read_header
 
 __all__ = [
@@ -104,6 +104,7 @@ __all__ = [
     "snapshot_folder",
     "stored_weights",
     "tensor_part",
+    "tensor_parts",
     "unquantized_found",
     "with_stored_weights",
 ]
