@@ -17,6 +17,7 @@ from pathlib import Path
 
 from gpusizer.catalog import StoredWeights
 from gpusizer.gguf.header import Header, TensorInfo, read_header
+from gpusizer.hf.stored import from_sums
 
 __all__ = ["MAX_PARTS", "part_paths", "read_parts", "stored_weights"]
 
@@ -114,8 +115,4 @@ def stored_weights(headers: tuple[Header, ...]) -> StoredWeights:
         parts[_part(tensor)] += tensor.nbytes
         parts["replicated"] += tensor.nbytes if len(tensor.dims) == 1 else 0
         by_type[tensor.type_name] += tensor.nbytes
-    return StoredWeights(
-        layers=parts["layers"], replicated=parts["replicated"], experts=parts["experts"],
-        embedding=parts["embedding"], head=parts["head"],
-        by_type=tuple(sorted(by_type.items(), key=lambda item: (-item[1], item[0]))),
-    )
+    return from_sums(parts, by_type)

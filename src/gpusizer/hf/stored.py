@@ -41,12 +41,14 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 
 from gpusizer.catalog import Model, StoredWeights
 from gpusizer.hf.quantization import unquantized_parts
 from gpusizer.hf.tensors import SIXTEEN_BIT, CheckpointTensors, Tensor
 
-__all__ = ["PARTS", "stored_weights", "tensor_part", "tensor_parts", "unquantized_found", "with_stored_weights"]
+__all__ = ["PARTS", "from_sums", "stored_weights", "tensor_part", "tensor_parts", "unquantized_found",
+           "with_stored_weights"]
 
 #: The parts ``tensor_part`` names: those of ``StoredWeights`` and ``not_loaded``.
 PARTS = ("layers", "experts", "embedding", "head", "not_loaded")
@@ -113,9 +115,21 @@ def stored_weights(checkpoint: CheckpointTensors, record: Model) -> StoredWeight
         return None
     parts = tensor_parts(checkpoint, record)
     by_type = {key.removeprefix("by_dtype:"): size for key, size in parts.items() if key.startswith("by_dtype:")}
+    return from_sums(parts, by_type)
+
+
+def from_sums(parts: Mapping[str, float], by_type: Mapping[str, int]) -> StoredWeights:
+    """``StoredWeights`` of byte sums by part (its ``layers``, ``replicated``, ``experts``, ``embedding`` and
+    ``head`` keys, 0 when absent; any other ignored) and by storage type, the types largest first, then by
+    name; what a GGUF file (``gguf.stored_weights``) and a safetensors checkpoint (``stored_weights``) both
+    build. [B]
+
+    >>> from_sums({"layers": 10, "replicated": 1, "embedding": 4}, {"F32": 1, "Q4_K": 9, "F16": 4}).by_type
+    (('Q4_K', 9), ('F16', 4), ('F32', 1))
+    """
     return StoredWeights(
-        layers=parts["layers"], replicated=parts["replicated"], experts=parts["experts"],
-        embedding=parts["embedding"], head=parts["head"],
+        layers=parts.get("layers", 0), replicated=parts.get("replicated", 0), experts=parts.get("experts", 0),
+        embedding=parts.get("embedding", 0), head=parts.get("head", 0),
         by_type=tuple(sorted(by_type.items(), key=lambda item: (-item[1], item[0]))),
     )
 
