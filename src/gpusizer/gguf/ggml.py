@@ -13,6 +13,7 @@ ggml-org/llama.cpp:gguf-py/gguf/constants.py ``GGML_QUANT_SIZES`` (gguf 0.19.0 o
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 __all__ = ["GGML_TYPES", "GgmlType", "ggml_type", "tensor_bytes"]
@@ -110,7 +111,4 @@ def tensor_bytes(type_id: int, dims: tuple[int, ...]) -> int:
     kind = ggml_type(type_id)
     if not dims or dims[0] % kind.block_size:
         raise ValueError(f"a {kind.name} row must be a multiple of {kind.block_size} elements, got shape {dims}")
-    rows = 1
-    for n in dims[1:]:
-        rows *= n
-    return dims[0] // kind.block_size * kind.type_size * rows
+    return dims[0] // kind.block_size * kind.type_size * math.prod(dims[1:])

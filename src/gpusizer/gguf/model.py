@@ -18,6 +18,7 @@ activation dtype is ``fp16``.
 
 from __future__ import annotations
 
+import math
 import warnings
 from pathlib import Path
 from typing import Any
@@ -142,7 +143,7 @@ def _precisions(headers: tuple[Header, ...], weights: Any) -> tuple[str, str | N
     if isinstance(weights, int) and not isinstance(weights, bool) and weights in FILE_TYPES:
         return FILE_TYPES[weights], mxfp4, []
     dense = [t for t in tensors if "_exps." not in t.name] or tensors
-    elements = sum(_elements(t.dims) for t in dense)
+    elements = sum(math.prod(t.dims) for t in dense)
     bits = 8 * sum(t.nbytes for t in dense) / elements if elements else 16.0
     known = [p for p in precision.PRECISIONS.values() if p.covers_embeddings or p.name in ("fp16", "fp32")]
     nearest = min(known, key=lambda p: abs(p.bits - bits))
@@ -151,13 +152,6 @@ def _precisions(headers: tuple[Header, ...], weights: Any) -> tuple[str, str | N
     note = (f"general.file_type {weights!r}: labelled {nearest.name}, the catalogue precision nearest its "
             f"{bits:.2f} bits per weight; its weights are sized from the tensors' own bytes")
     return nearest.name, mxfp4, [note]
-
-
-def _elements(dims: tuple[int, ...]) -> int:
-    out = 1
-    for n in dims:
-        out *= n
-    return out
 
 
 def from_gguf(path: str | Path, *, id: str | None = None, name: str | None = None) -> Model:
