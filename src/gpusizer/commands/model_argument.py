@@ -10,10 +10,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gpusizer import catalog
 from gpusizer.commands.common import ENVIRONMENT, MAX_NAME, CommandError, input_file
+
+if TYPE_CHECKING:  # hf is imported when a path or repo id is resolved, not at startup
+    from gpusizer.hf import CheckpointTensors
 
 __all__ = ["Checkpoint", "gguf_model", "model", "resolve_model"]
 
@@ -31,7 +34,7 @@ class Checkpoint:
 
     folder: Path
     declared: catalog.Model
-    tensors: Any
+    tensors: CheckpointTensors | None
 
 
 def resolve_model(name: str, what: str = "MODEL", *, cache: bool = True) -> tuple[catalog.Model, Checkpoint | None]:
