@@ -406,9 +406,10 @@ def _fit(args: argparse.Namespace) -> str:
     result = estimate(record, args.gpu, gpus=args.gpus, layout=layout, speculative=speculative,
                       prefix=prefixing.prefix(args), lora=adapting.lora(args), offload=offloading.offload(args),
                       images=imaging.images(args), **options)
+    stored = stored_weights_json(record, result)
     if args.json:
         data = {"schema_version": common.SCHEMA_VERSION, **fit_json(result), "layout_choice": note}
-        if (stored := stored_weights_json(record, result)) is not None:
+        if stored is not None:
             data["stored_weights"] = stored
         if result.speculation is not None:
             data["speculation"].update(speculating.accepted_token_cost(result))
@@ -420,7 +421,6 @@ def _fit(args: argparse.Namespace) -> str:
         text = f"{text}\n{checkpointing.text(checkpoint)}"
     parts = ((result.speculation, speculating.text), (result.prefix_cache, prefixing.text),
              (result.lora, adapting.text), (result.offload, offloading.text), (result.images, imaging.text))
-    stored = stored_weights_json(record, result)
     lines = [stored_weights_text(stored)] if stored is not None else []
     return "\n".join([text, *lines, *(show(result) for value, show in parts if value is not None)])
 
