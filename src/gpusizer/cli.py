@@ -182,12 +182,14 @@ def stored_weights_json(record: catalog.Model, result: Estimate) -> dict[str, An
 
 def stored_weights_text(data: dict[str, Any]) -> str:
     """One line of ``fit``'s text: the stored bytes and the quant mix of ``stored_weights_json``."""
+    from gpusizer.display import format_bytes
+
     total = data["total_bytes"]
-    scale, unit = (GB, "GB") if total >= GB else (1e6, "MB")
-    mix = ", ".join(f"{name} {size / scale:.2f} {unit} ({size / total:.1%})"
+    unit = "GB" if total >= GB else "MB"
+    mix = ", ".join(f"{name} {format_bytes(size, unit)} ({size / total:.1%})"
                     for name, size in data["bytes_by_type"].items())
     how = "sized as stored" if data["used"] else "not used: --weights sizes another precision"
-    return f"stored weights  {total:,} B = {total / scale:.2f} {unit} ({how}): {mix}"
+    return f"stored weights  {total:,} B = {format_bytes(total, unit)} ({how}): {mix}"
 
 
 #: How each engine names the terms of its startup memory accounting: (its name, ``Estimate`` number) in

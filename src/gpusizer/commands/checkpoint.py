@@ -58,8 +58,10 @@ def summary(record: catalog.Model, checkpoint: Checkpoint | None) -> dict[str, A
 
 
 def _size(value: float) -> str:
-    """Bytes in GB, or as bytes below 0.1 GB (a test file)."""
-    return f"{value / GB:.2f} GB" if value >= 0.1 * GB else f"{value:,.0f} bytes"
+    """Bytes in GB (``display.format_bytes``), or as bytes below 0.1 GB (a test file)."""
+    from gpusizer.display import format_bytes  # loaded for text output only
+
+    return format_bytes(value, "GB") if value >= 0.1 * GB else f"{value:,.0f} bytes"
 
 
 def text(data: dict[str, Any]) -> str:
