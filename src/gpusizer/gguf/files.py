@@ -19,7 +19,7 @@ from gpusizer.catalog import StoredWeights
 from gpusizer.gguf.header import Header, TensorInfo, read_header
 from gpusizer.hf.stored import from_sums
 
-__all__ = ["MAX_PARTS", "part_paths", "read_parts", "stored_weights"]
+__all__ = ["MAX_PARTS", "part_paths", "read_parts", "stored_weights", "tensor_part"]
 
 #: Most parts of one split model accepted. [-]
 MAX_PARTS = 1024
@@ -82,8 +82,8 @@ def read_parts(path: str | Path) -> tuple[Header, ...]:
     return headers
 
 
-def _part(tensor: TensorInfo) -> str:
-    """Which part of ``StoredWeights`` a tensor belongs to, from llama.cpp's tensor names."""
+def tensor_part(tensor: TensorInfo) -> str:
+    """Which part of ``StoredWeights`` a tensor belongs to, from llama.cpp's tensor names (the module docstring)."""
     name = tensor.name
     if name.startswith("token_embd.") and len(tensor.dims) > 1:
         return "embedding"
@@ -112,7 +112,7 @@ def stored_weights(headers: tuple[Header, ...]) -> StoredWeights:
     parts: Counter[str] = Counter()
     by_type: Counter[str] = Counter()
     for tensor in (t for h in headers for t in h.tensors):
-        parts[_part(tensor)] += tensor.nbytes
+        parts[tensor_part(tensor)] += tensor.nbytes
         parts["replicated"] += tensor.nbytes if len(tensor.dims) == 1 else 0
         by_type[tensor.type_name] += tensor.nbytes
     return from_sums(parts, by_type)

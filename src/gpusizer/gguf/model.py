@@ -25,7 +25,7 @@ from typing import Any
 
 from gpusizer import precision
 from gpusizer.catalog import Model
-from gpusizer.gguf.files import read_parts, stored_weights
+from gpusizer.gguf.files import read_parts, stored_weights, tensor_part
 from gpusizer.gguf.header import Header, Skipped
 from gpusizer.hf import ConfigAssumptionWarning, from_hf_config
 
@@ -134,22 +134,22 @@ def hf_config(headers: tuple[Header, ...]) -> dict[str, Any]:
     return out
 
 
-def _precisions(headers: tuple[Header, ...], weights: Any) -> tuple[str, str | None, list[str]]:
-    """``Model.weights``, ``expert_weights`` and notes: ``FILE_TYPES``, else the nearest catalogue GGUF
-    precision to the bits per weight of the 2-D tensors outside the routed experts."""
+def _precisions(headers: tuple[Header, ...], file_type: Any) -> tuple[str, str | None, list[str]]:
+    """``Model.weights``, ``expert_weights`` and notes from ``general.file_type``: ``FILE_TYPES``, else the
+    nearest catalogue GGUF precision to the bits per weight of the 2-D tensors outside the routed experts."""
     tensors = [t for h in headers for t in h.tensors if len(t.dims) > 1]
-    experts = [t for t in tensors if "_exps." in t.name]
+    experts = [t for t in tensors if tensor_part(t) == "experts"]
     mxfp4 = "mxfp4" if experts and all(t.type_name == "MXFP4" for t in experts) else None
-    if isinstance(weights, int) and not isinstance(weights, bool) and weights in FILE_TYPES:
-        return FILE_TYPES[weights], mxfp4, []
-    dense = [t for t in tensors if "_exps." not in t.name] or tensors
+    if isinstance(file_type, int) and not isinstance(file_type, bool) and file_type in FILE_TYPES:
+        return FILE_TYPES[file_type], mxfp4, []
+    dense = [t for t in tensors if tensor_part(t) != "experts"] or tensors
     elements = sum(math.prod(t.dims) for t in dense)
     bits = 8 * sum(t.nbytes for t in dense) / elements if elements else 16.0
     known = [p for p in precision.PRECISIONS.values() if p.covers_embeddings or p.name in ("fp16", "fp32")]
     nearest = min(known, key=lambda p: abs(p.bits - bits))
     if abs(nearest.bits - bits) < 1e-9:  # exactly a catalogue format (an F16 file without general.file_type)
         return nearest.name, mxfp4, []
-    note = (f"general.file_type {weights!r}: labelled {nearest.name}, the catalogue precision nearest its "
+    note = (f"general.file_type {file_type!r}: labelled {nearest.name}, the catalogue precision nearest its "
             f"{bits:.2f} bits per weight; its weights are sized from the tensors' own bytes")
     return nearest.name, mxfp4, [note]
 
