@@ -231,10 +231,15 @@ def read_header(path: str | Path) -> tuple[Tensor, ...]:
     return tuple(tensors)
 
 
+def _read_index(path: Path) -> Mapping[str, Any]:
+    """The JSON object of an index file, at most ``section.MAX_INDEX_BYTES``."""
+    return json_object(read_json(path, MAX_INDEX_BYTES), str(path))
+
+
 def _weight_map(folder: Path, index: str) -> tuple[Mapping[str, Any], dict[str, list[str]]]:
     """The index's JSON and its ``weight_map`` grouped as file name -> tensor names, names checked."""
     path = folder / index
-    data = json_object(read_json(path, MAX_INDEX_BYTES), str(path))
+    data = _read_index(path)
     weight_map = data.get("weight_map", {})
     if not isinstance(weight_map, Mapping):
         raise ValueError(f"{path}: weight_map must be an object of tensor name -> file name, got {show(weight_map)}")
@@ -306,8 +311,7 @@ def read_checkpoint(folder: str | Path) -> CheckpointTensors | None:
         return CheckpointTensors(sum(t.bytes for t in found), "headers", 1, found)
     bin_index = path / "pytorch_model.bin.index.json"
     if bin_index.exists():
-        return CheckpointTensors(_index_total(bin_index, json_object(read_json(bin_index, MAX_INDEX_BYTES),
-                                                                     str(bin_index))), "index", 0)
+        return CheckpointTensors(_index_total(bin_index, _read_index(bin_index)), "index", 0)
     return None
 
 
