@@ -27,6 +27,7 @@ import numpy as np
 
 from gpusizer.checks import scalar_or_array
 from gpusizer.numeric import ceil, maximum, minimum, number, where
+from gpusizer.units import MiB
 
 __all__ = [
     "FRACTION_RULES", "llama_cpp_compute_buffer_bytes", "memory_fraction", "sglang_chunked_prefill_size",
@@ -35,7 +36,6 @@ __all__ = [
     "trtllm_profile_requests",
 ]
 
-MiB = 2.0**20
 _SGLANG_SOURCE = ("sgl-project/sglang@031ed82d8b5e python/sglang/srt/arg_groups/memory_hook.py "
                   "handle_gpu_memory_settings")
 #: SGLang's GPU-memory buckets [MiB] and, per bucket, the default chunked-prefill size [token] and the
