@@ -27,6 +27,7 @@ import numpy as np
 
 from gpusizer.checks import scalar_or_array
 from gpusizer.numeric import ceil, maximum, minimum, number, where
+from gpusizer.units import MiB
 
 __all__ = [
     "FRACTION_RULES", "llama_cpp_compute_buffer_bytes", "memory_fraction", "sglang_chunked_prefill_size",
@@ -35,9 +36,6 @@ __all__ = [
     "trtllm_profile_requests",
 ]
 
-MiB = 2.0**20
-_SGLANG_SOURCE = ("sgl-project/sglang@031ed82d8b5e python/sglang/srt/arg_groups/memory_hook.py "
-                  "handle_gpu_memory_settings")
 #: SGLang's GPU-memory buckets [MiB] and, per bucket, the default chunked-prefill size [token] and the
 #: decode CUDA-graph max batch below and from TP 4 (T4 class, A10/4090/5090, A100-40G/L40, H100/A100-80G,
 #: H20/H200, B200/MI300).
@@ -59,7 +57,12 @@ def _bucket(capacity: Any) -> Any:
 def sglang_chunked_prefill_size(capacity: Any) -> Any:
     """SGLang's default ``chunked_prefill_size`` on a GPU of ``capacity`` bytes. [token]
 
-    2048 under 20 GiB, 4096 under 60 GiB, 8192 under 160 GiB, 16384 from there (``_SGLANG_SOURCE``).
+    2048 under 20 GiB, 4096 under 60 GiB, 8192 under 160 GiB, 16384 from there.
+
+    References
+    ----------
+    sgl-project/sglang, commit 031ed82d8b5e, ``python/sglang/srt/arg_groups/memory_hook.py``,
+    ``handle_gpu_memory_settings``.
 
     Examples
     --------
@@ -73,6 +76,11 @@ def sglang_cuda_graph_max_bs(capacity: Any, tensor_parallel: Any) -> Any:
     """SGLang's default decode ``cuda_graph_max_bs`` (``cuda_graph_config[decode].max_bs``). [-]
 
     By GPU memory, larger from tensor parallelism 4 on: 8; 48 or 160; 32 or 160; 256 or 512; 512.
+
+    References
+    ----------
+    sgl-project/sglang, commit 031ed82d8b5e, ``python/sglang/srt/arg_groups/memory_hook.py``,
+    ``handle_gpu_memory_settings``.
 
     Examples
     --------

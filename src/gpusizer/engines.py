@@ -324,16 +324,12 @@ def share_of_free_pool_bytes(capacity: Any, weights: Any, overhead: Any, fractio
     return where(free > 0, number(fraction) * free, free)
 
 
-def _whole(capacity: Any, weights: Any, overhead: Any, fraction: Any, non_torch: Any) -> Any:
-    return number(fraction) * number(capacity) - number(weights) - number(overhead)
-
-
 #: Rules from budget to KV pool: ``rule(capacity, weights, overhead, fraction, non_torch) -> pool`` [B].
 KV_POOL_RULES: dict[str, Callable[[Any, Any, Any, Any, Any], Any]] = {
     "share_of_total": _share_of_total,
     "static_share": static_share_pool_bytes,
     "share_of_free": share_of_free_pool_bytes,
-    "whole": _whole,
+    "whole": _share_of_total,  # llama.cpp: vLLM's rule at its profile's fraction, 1
 }
 
 

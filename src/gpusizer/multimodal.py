@@ -167,9 +167,14 @@ def _pixtral(vision: catalog.Vision, shown: Images) -> tuple[Any, Any]:
 #: Each rule's tokens and patches of one image (or video): the published rules above.
 _RULES: dict[str, Callable[[catalog.Vision, Images], tuple[Any, Any]]] = {
     "gemma3": _gemma3, "qwen": _qwen, "pixtral": _pixtral, "llama4": _llama4, "internvl": _internvl,
-    "llava": _llava, "llava_next": _llava_next, "kimi": _kimi,
-    "llava_onevision": _llava_onevision,
+    "llava": _llava, "llava_next": _llava_next, "llava_onevision": _llava_onevision, "kimi": _kimi,
 }
+
+#: Rules with a video rule (``Images.frames`` > 1).
+_VIDEO_RULES = ("qwen", "internvl", "llava_onevision")
+
+#: Rules whose patches the encoder sees one tile or crop at a time (attention within each).
+_TILED_RULES = ("llama4", "internvl", "gemma3", "llava_next", "llava_onevision")
 
 #: The rule of a ``Model.family`` by its prefix (lower case, no spaces, dashes or underscores); the first match
 #: wins.
@@ -196,7 +201,7 @@ def image_tokens(model: catalog.Model, shown: Images) -> tuple[str, float, float
     ------
     ValueError
         ``images`` on a model without a vision tower, or without a modelled rule; pan-and-scan on a model other
-        than Gemma 3; video frames on a model other than Qwen-VL.
+        than Gemma 3; video frames on a model other than Qwen-VL, InternVL and LLaVA-OneVision (``_VIDEO_RULES``).
     """
     if shown.count == 0:
         return "none", 0.0, 0.0
@@ -206,7 +211,7 @@ def image_tokens(model: catalog.Model, shown: Images) -> tuple[str, float, float
     rule = _rule(model)
     if shown.pan_and_scan and rule != "gemma3":
         raise ValueError(f"images: pan-and-scan is Gemma 3's rule; {model.id} ({model.family}) has none")
-    if shown.frames > 1 and rule not in ("qwen", "internvl", "llava_onevision"):
+    if shown.frames > 1 and rule not in _VIDEO_RULES:
         raise ValueError(f"images: frames = {shown.frames}: video is modelled for Qwen-VL, InternVL and "
                          "LLaVA-OneVision only")
     tokens, patches = _RULES[rule](vision, shown)
@@ -236,7 +241,7 @@ def encode(model: catalog.Model, shown: Images, rule: str, tokens: float, patche
         flops, weights = 0.0, 0.0
     else:
         groups = float(shown.count * (-(-shown.frames // 2) if rule == "qwen" else 1))  # a video: per temporal group
-        if rule in ("llama4", "internvl", "gemma3", "llava_next", "llava_onevision"):  # every tile or crop alone
+        if rule in _TILED_RULES:  # every tile or crop alone (a LLaVA-NeXT tile with its class token)
             groups = patches / (_grid(vision) + (rule == "llava_next"))
         flops = groups * images.encoder_flops(patches / groups, vision.hidden_size, vision.intermediate_size,
                                               vision.num_layers, gated=vision.gated_mlp)

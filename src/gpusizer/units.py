@@ -38,6 +38,8 @@ PREFIXES: dict[str, float] = {
 
 GB = PREFIXES["G"]
 """One gigabyte, as vendors and the catalogue state capacities: 1e9. [B]"""
+MiB = PREFIXES["Mi"]
+"""One mebibyte, as engines' startup logs count buffers: 2**20. [B]"""
 GiB = PREFIXES["Gi"]
 """One gibibyte, as drivers and engines report memory: 2**30. [B]"""
 

@@ -20,7 +20,6 @@ from gpusizer.commands import common, model_argument
 __all__ = ["TRTLLM_BACKENDS", "Prediction", "inputs", "predict", "profile_name", "resolve_model", "sglang_fraction",
            "startup_lines"]
 
-MiB = 2.0**20
 
 #: Checkpoint-name suffixes that say the weights' precision (``Qwen/Qwen3-235B-A22B-FP8``, ``...-AWQ``,
 #: ``model-Q4_K_M.gguf``), lower case, longest first within a name.
@@ -393,11 +392,11 @@ def startup_lines(engine: str, startup: dict[str, Any], context: int, slots: int
         lines = (f"[MemUsageChange] Allocated {pool / units.GiB:.2f} GiB for max tokens in paged KV cache "
                  f"({tokens:,}).",)
         if "execution_context_bytes" in startup:
-            lines = (f"[MemUsageChange] Allocated {startup['execution_context_bytes'] / MiB:.2f} MiB for execution "
-                     "context memory.", *lines)
+            lines = (f"[MemUsageChange] Allocated {startup['execution_context_bytes'] / units.MiB:.2f} MiB for "
+                     "execution context memory.", *lines)
     else:
         lines = (f"llama_context: n_ctx = {tokens}, n_seq_max = {slots}",
-                 f"llama_kv_cache: KV buffer size = {pool / MiB:.2f} MiB (per GPU)")
+                 f"llama_kv_cache: KV buffer size = {pool / units.MiB:.2f} MiB (per GPU)")
         if startup.get("host_kv_cache_bytes"):
-            lines += (f"llama_kv_cache: CPU KV buffer size = {startup['host_kv_cache_bytes'] / MiB:.2f} MiB",)
+            lines += (f"llama_kv_cache: CPU KV buffer size = {startup['host_kv_cache_bytes'] / units.MiB:.2f} MiB",)
     return lines + tail

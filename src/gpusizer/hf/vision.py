@@ -221,12 +221,8 @@ def clip(vision: Section, top: Section, text_hidden: int) -> Vision:
     huggingface/transformers, src/transformers/models/clip/modeling_clip.py (``CLIPVisionEmbeddings``,
     ``CLIPVisionTransformer``) and src/transformers/models/llava/modeling_llava.py (``LlavaMultiModalProjector``).
     """
-    width = vision.integer("hidden_size", "hidden")
-    layers = top.raw("vision_feature_layer")
-    width_in = width * (len(top.items("vision_feature_layer", 64) or []) if isinstance(layers, list) else 1)
-    bias = top.flag("multimodal_projector_bias", True)
     newline = text_hidden if top.text("model_type") == "llava_next" else 0  # LLaVA-NeXT's ``image_newline``
-    projector = (width_in + bias) * text_hidden + (text_hidden + bias) * text_hidden + newline
+    projector = _llava_projector(vision.integer("hidden_size", "hidden"), top, text_hidden) + newline
     tower = _vit(vision, class_token=True, projector=projector)
     return tower.model_copy(update={"patch_bias": False, "pre_norm": True, "grid_pinpoints": _pinpoints(top)})
 
@@ -245,17 +241,24 @@ def onevision_siglip(vision: Section, top: Section, text_hidden: int) -> Vision:
     ``use_image_newline_parameter=True``).
     """
     width, ffn = vision.integer("hidden_size", "hidden"), vision.integer("intermediate_size", "ffn")
-    layers = top.raw("vision_feature_layer")
-    width_in = width * (len(top.items("vision_feature_layer", 64) or []) if isinstance(layers, list) else 1)
-    bias = top.flag("multimodal_projector_bias", True)
     head = (4 * width * width + 2 * width * ffn + 8 * width + ffn) * vision.flag("vision_use_head", True)
-    projector = (width_in + bias) * text_hidden + (text_hidden + bias) * text_hidden + text_hidden + head
+    projector = _llava_projector(width, top, text_hidden) + text_hidden + head
     tower = _vit(vision, class_token=False, projector=projector)
     return tower.model_copy(update={"grid_pinpoints": _pinpoints(top)})
 
 
+def _llava_projector(width: int, top: Section, text_hidden: int) -> int:
+    """LLaVA's ``LlavaMultiModalProjector`` (LLaVA-NeXT's and LLaVA-OneVision's too): Linear (w n x d, bias) +
+    Linear (d x d, bias), n the number of ``vision_feature_layer`` entries (1 for a single layer)."""
+    layers = top.raw("vision_feature_layer")
+    width_in = width * (len(top.items("vision_feature_layer", 64) or []) if isinstance(layers, list) else 1)
+    bias = top.flag("multimodal_projector_bias", True)
+    return (width_in + bias) * text_hidden + (text_hidden + bias) * text_hidden
+
+
 def _pinpoints(top: Section) -> tuple[tuple[int, int], ...] | None:
-    """LLaVA-NeXT's ``image_grid_pinpoints``: at most 64 (height, width) pairs of whole pixels."""
+    """LLaVA-NeXT's and LLaVA-OneVision's ``image_grid_pinpoints``: at most 64 (height, width) pairs of whole
+    pixels."""
     pairs = top.items("image_grid_pinpoints", 64)
     if pairs is None:
         return None
