@@ -178,6 +178,17 @@ def _link(case: efficiency.Case) -> str:
     return f"{kind} {interconnect.link_class(catalog.gpu(case.gpu), case.gpus).name}"
 
 
+def _four_ways(chosen: list[Row]) -> dict[str, tuple[int, float, float]]:
+    """APE statistics of ``chosen``: fitted rows in-sample, leave-one-out and leave-one-source-out; held-out rows."""
+    fitted = [r for r in chosen if r.case.use == "fit"]
+    return {
+        "fit": ape_stats([r.error for r in fitted]),
+        "loo": ape_stats([r.loo_error for r in fitted if r.loo_error is not None]),
+        "loso": ape_stats([r.loso_error for r in fitted if r.loso_error is not None]),
+        "holdout": ape_stats([r.error for r in chosen if r.case.use == "holdout"]),
+    }
+
+
 def multi_gpu_decode(found: list[Row], by_link: bool = False) -> dict[str, dict[str, tuple[int, float, float]]]:
     """APE statistics of decode rows on more than one GPU: fitted in-sample, leave-one-out, leave-one-source-out,
     held out; keyed ``all``, and with ``by_link`` also by parallelism and link class (``_link``)."""
@@ -186,13 +197,7 @@ def multi_gpu_decode(found: list[Row], by_link: bool = False) -> dict[str, dict[
     out = {}
     for key in keys:
         chosen = [r for r in decode if key == "all" or _link(r.case) == key]
-        fitted = [r for r in chosen if r.case.use == "fit"]
-        out[key] = {
-            "fit": ape_stats([r.error for r in fitted]),
-            "loo": ape_stats([r.loo_error for r in fitted if r.loo_error is not None]),
-            "loso": ape_stats([r.loso_error for r in fitted if r.loso_error is not None]),
-            "holdout": ape_stats([r.error for r in chosen if r.case.use == "holdout"]),
-        }
+        out[key] = _four_ways(chosen)
     return out
 
 
@@ -222,13 +227,7 @@ def prefill_by_condition(found: list[Row]) -> dict[str, dict[str, tuple[int, flo
     out = {}
     for key in keys:
         chosen = [r for r in prefill if key == "all" or classes[r] == key or classes[r].startswith(key + ",")]
-        fitted = [r for r in chosen if r.case.use == "fit"]
-        out[key] = {
-            "fit": ape_stats([r.error for r in fitted]),
-            "loo": ape_stats([r.loo_error for r in fitted if r.loo_error is not None]),
-            "loso": ape_stats([r.loso_error for r in fitted if r.loso_error is not None]),
-            "holdout": ape_stats([r.error for r in chosen if r.case.use == "holdout"]),
-        }
+        out[key] = _four_ways(chosen)
     return out
 
 
