@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from gpusizer import catalog, configuration, dequant, efficiency, passes
 
 
-def _setup(weights: str, gpu: str = "rtx-4090", engine: str = "llama.cpp") -> configuration.Setup:
+def _setup(weights: str, gpu: str = "rtx-4090", engine: str = "llama.cpp@2024") -> configuration.Setup:
     return configuration.setup(catalog.model("llama-3.1-8b"), catalog.gpu(gpu), weights, None, "fp16", 1, engine,
                                "tensor", efficiency.bundled())
 
@@ -37,6 +37,9 @@ def test_setup_takes_the_path_for_gguf_quants_on_cuda_only():
     assert _setup("q4_0", engine="vllm").dequant_above == 0.0  # not an integer_matmul engine
     assert _setup("q4_0", gpu="apple-m2-ultra").dequant_above == 0.0  # Metal dequantises inside its GEMM
     assert _setup("mxfp4").dequant_above == 0.0  # MXFP4 came after PR #8075: mul_mat_q
+    # The current class (builds from PR #8075 on) runs every batch size in mul_mat_q at the INT8 rate.
+    current = _setup("q4_0", engine="llama.cpp")
+    assert (current.dequant_above, current.dense_peak) == (0.0, 660.6e12)
 
 
 def test_prefill_ceiling_by_hand():

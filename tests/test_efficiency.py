@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpusizer import calibration, datafiles, efficiency, performance
+from gpusizer import calibration, catalog, configuration, datafiles, efficiency, measurement, performance, readers
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -133,3 +133,30 @@ def test_fit_moves_constants_towards_data_and_stays_in_bounds():
     for g in result.table.groups:
         if g.engine == "mlc":
             assert 0.2 <= g.bandwidth <= 0.95
+
+
+def test_an_era_class_reads_its_engines_groups_and_collectives():
+    # llama.cpp@2024 (builds before ggml-org/llama.cpp PR #8075) keeps its own fixed costs and kernel path but
+    # reads llama.cpp's efficiency groups (efficiency.engine_family) and llama.cpp's collectives (the row split:
+    # 7 split products per Llama layer over 2 all-reduce sites = 3.5, data/interconnect.toml).
+    table = efficiency.bundled()
+    old, new = (efficiency.resolve(table, e, "gddr", "weight-only", "pcie-host")
+                for e in ("llama.cpp@2024", "llama.cpp"))
+    assert old.group == new.group == "llama.cpp/gddr/weight-only"
+    assert (old.bandwidth, old.compute) == (new.bandwidth, new.compute)
+    assert (old.dequantize_above, new.dequantize_above) == (32.0, 0.0)
+    assert old.layer_seconds > new.layer_seconds  # fitted: before CUDA graphs and fusion, about 2x
+    setups = [configuration.setup(catalog.model("llama-2-7b"), catalog.gpu("rtx-4090"), "q4_0", None, "fp16", 2, e,
+                                  "tensor", table) for e in ("llama.cpp@2024", "llama.cpp")]
+    assert [s.tp_row_split for s in setups] == [3.5, 3.5]
+
+
+def test_expert_weights_of_a_case_reach_the_prediction():
+    # gpt-oss-20b as llama.cpp's MXFP4_MOE GGUF stores it: Q8_0 (8.5 bits) outside the routed experts, MXFP4
+    # (4.25 bits) experts. With every weight at Q8_0 a decode step reads about 4 of 32 experts x 24 layers at twice
+    # the bytes, so it must be slower; the field survives readers.from_case and readers.to_case.
+    case = efficiency.Case(id="x", metric="decode", value=200.0, model="gpt-oss-20b", gpu="rtx-4090", gpus=1,
+                           split="tensor", engine="llama.cpp", weights="q8_0", kv_cache=None, prompt=0, output=128,
+                           batch=1, use="fit", expert_weights="mxfp4")
+    assert measurement.predict(case) > measurement.predict(dataclasses.replace(case, expert_weights=""))
+    assert readers.to_case(readers.from_case(case)).expert_weights == "mxfp4"

@@ -91,7 +91,8 @@ def batch_throughput(
 
 @cache
 def _case_setup(case: efficiency.Case) -> configuration.Setup:
-    record, device, w, e, kv = configuration.resolve(case.model, case.gpu, case.weights or None, None, case.kv_cache)
+    record, device, w, e, kv = configuration.resolve(case.model, case.gpu, case.weights or None,
+                                                     case.expert_weights or None, case.kv_cache)
     link = device.interconnect
     if case.host_pcie is not None and link is not None and (link.pcie_generation or 0) > case.host_pcie:
         device = device.model_copy(update={"interconnect": link.model_copy(update={"pcie_generation": case.host_pcie})})

@@ -51,6 +51,7 @@ from gpusizer.efficiency.schema import (
     GroupEntry,
     Table,
     engine_class,
+    engine_family,
     format_family,
     gpu_class,
 )
@@ -106,6 +107,7 @@ __all__ = [
     "check_calibration",
     "constant",
     "engine_class",
+    "engine_family",
     "format_family",
     "gpu_class",
     "group",

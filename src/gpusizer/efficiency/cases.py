@@ -48,6 +48,9 @@ class Case:
     host_pcie: int | None = None
     """PCIe generation of the measuring host's root ports where it is below the GPU's own (the link trains to
     the lower of the two: a PCIe 4.0 card in a PCIe 3.0 server runs at 3.0; mapping column ``host_pcie``)."""
+    expert_weights: str = ""
+    """Routed experts' precision where it differs from ``weights`` (mapping column ``expert_weights``; empty:
+    ``weights``, or the checkpoint's when ``weights`` is empty too)."""
     host: str = ""
     """The measuring host's CPU and sockets where the source shows it (mapping column ``host``); reported by the
     validation, not an input of the model."""
@@ -113,7 +116,7 @@ def load_cases(measurements: str | Path | None = None, mapping: str | Path | Non
         ``condition`` column says how each row was timed (``Case.condition``).
     mapping : path, optional
         CSV with ``id, use, model, gpu, engine, weights, kv_cache, split, reason`` and optionally ``host_pcie``
-        (``Case.host_pcie``) and ``host`` (``Case.host``) (default: the
+        (``Case.host_pcie``), ``host`` (``Case.host``) and ``expert_weights`` (``Case.expert_weights``) (default: the
         bundled ``calibration/mapping.csv``). A row without a mapping is reported as excluded.
 
     Returns
@@ -159,6 +162,7 @@ def load_cases(measurements: str | Path | None = None, mapping: str | Path | Non
                 f"{row['weight_precision'] or '?'}; {row['engine'] or '?'}",
                 host_pcie=int(m["host_pcie"]) if m.get("host_pcie") else None,
                 host=m.get("host") or "",
+                expert_weights=m.get("expert_weights") or "",
                 condition=_condition(row),
             )
         )

@@ -99,6 +99,20 @@ def engine_class(name: str) -> str:
     return ENGINE_ALIASES.get(name.lower(), name.lower())
 
 
+def engine_family(name: str) -> str:
+    """The engine a class belongs to: the class without its build era (``llama.cpp@2024`` -> ``llama.cpp``).
+
+    A class named ``ENGINE@ERA`` holds the fixed costs and kernel paths of that engine's builds of one era;
+    its efficiency groups (achieved bandwidth and compute fractions) and collectives are the engine's.
+
+    Examples
+    --------
+    >>> engine_family("llama.cpp@2024"), engine_family("llamacpp"), engine_family("vllm")
+    ('llama.cpp', 'llama.cpp', 'vllm')
+    """
+    return engine_class(name).split("@", 1)[0]
+
+
 
 # --- the table ------------------------------------------------------------------------------------
 

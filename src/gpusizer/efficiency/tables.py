@@ -21,6 +21,7 @@ from gpusizer.efficiency.schema import (
     GroupEntry,
     Table,
     engine_class,
+    engine_family,
 )
 
 
@@ -88,8 +89,9 @@ def resolve(table: Table, engine: str, gpu_class: str, family: str, fabric: str)
         raise ValueError(f"unknown engine {engine!r}; known: {', '.join(table.engines)}")
     if fabric not in table.fabrics:
         raise ValueError(f"unknown fabric {fabric!r}; known: {', '.join(table.fabrics)}")
-    e, f, g = table.engines[key], table.fabrics[fabric], group(table, key, gpu_class, family)
-    sixteen = group(table, key, gpu_class, "16bit") if e.dequantize_above > 0 else g  # gpusizer.dequant
+    groups = engine_family(key)  # an era class (ENGINE@ERA) reads its engine's groups
+    e, f, g = table.engines[key], table.fabrics[fabric], group(table, groups, gpu_class, family)
+    sixteen = group(table, groups, gpu_class, "16bit") if e.dequantize_above > 0 else g  # gpusizer.dequant
     return Constants(
         bandwidth=g.bandwidth,
         compute=g.compute,

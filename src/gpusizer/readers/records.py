@@ -83,6 +83,9 @@ class Measurement(_Record):
     """Engine class: ``vllm``, ``sglang``, ``trtllm``, ``llama.cpp``, ``mlc`` or ``eager``."""
     weights: str | None = None
     """Weight precision (``gpusizer fit --weights`` names); ``None``: the checkpoint's."""
+    expert_weights: str | None = None
+    """Routed experts' precision where it differs from ``weights`` (``gpusizer.speed(expert_weights=)`` names);
+    ``None``: ``weights``, or the checkpoint's when ``weights`` is ``None`` too."""
     kv_cache: str | None = None
     """KV-cache dtype; ``None``: the model's activation dtype."""
     split: Literal["tensor", "layer"] = "tensor"
@@ -203,7 +206,7 @@ def to_case(measurement: Measurement) -> efficiency.Case:
     return efficiency.Case(
         id=m.id, metric=metric, value=value, model=m.model, gpu=m.gpu, gpus=m.gpus, split=m.split,
         engine=m.engine, weights=m.weights or "", kv_cache=m.kv_cache, prompt=m.prompt, output=m.output,
-        batch=m.concurrency, use="fit", source=m.source,
+        batch=m.concurrency, use="fit", source=m.source, expert_weights=m.expert_weights or "",
         label=f"{m.gpu} x{m.gpus}; {m.model}; {m.weights or 'checkpoint'}; {m.engine}",
     )
 
@@ -214,6 +217,7 @@ def from_case(case: efficiency.Case) -> Measurement:
     return Measurement(
         id=case.id, model=case.model, gpu=case.gpu, metric=case.metric, value=case.value, unit=unit,
         gpus=case.gpus, engine=case.engine, weights=case.weights or None, kv_cache=case.kv_cache,
+        expert_weights=case.expert_weights or None,
         split="layer" if case.split == "layer" else "tensor", prompt=case.prompt, output=case.output,
         concurrency=case.batch, source=case.source, notes=case.label,
     )
