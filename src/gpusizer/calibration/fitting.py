@@ -16,17 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gpusizer.efficiency import (
-    BOUNDS,
-    FIELDS,
-    Case,
-    Keys,
-    Table,
-    constant,
-    engine_family,
-    with_constants,
-    with_groups,
-)
+from gpusizer.efficiency import BOUNDS, FIELDS, Case, Keys, Table, constant, with_constants, with_groups
 
 __all__ = ["Fit", "fit", "leave_group_out", "leave_one_out", "sensitivity"]
 
@@ -48,12 +38,10 @@ class Fit:
 
 def _parameters(table: Table, keys: dict[str, Keys]) -> tuple[Table, list[tuple[str, str, str]]]:
     """Add a specific group per (engine, GPU class, family) used by the cases; list the parameters."""
-    table = with_groups(table, [f"{engine_family(engine)}/{gpu_cls}/{family}"
-                                for engine, gpu_cls, family, _ in keys.values()])
+    table = with_groups(table, [f"{engine}/{gpu_cls}/{family}" for engine, gpu_cls, family, _ in keys.values()])
     used: list[tuple[str, str, str]] = []
     for engine, gpu_cls, family, fabric in sorted(set(keys.values())):
-        group = f"{engine_family(engine)}/{gpu_cls}/{family}"
-        for kind, name in (("engine", engine), ("group", group), ("fabric", fabric)):
+        for kind, name in (("engine", engine), ("group", f"{engine}/{gpu_cls}/{family}"), ("fabric", fabric)):
             for name_field in FIELDS[kind]:
                 if (kind, name, name_field) not in used:
                     used.append((kind, name, name_field))

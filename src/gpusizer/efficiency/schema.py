@@ -102,8 +102,8 @@ def engine_class(name: str) -> str:
 def engine_family(name: str) -> str:
     """The engine a class belongs to: the class without its build era (``llama.cpp@2024`` -> ``llama.cpp``).
 
-    A class named ``ENGINE@ERA`` holds the fixed costs and kernel paths of that engine's builds of one era;
-    its efficiency groups (achieved bandwidth and compute fractions) and collectives are the engine's.
+    A class named ``ENGINE@ERA`` holds the fixed costs, kernel paths and fitted efficiency groups of that
+    engine's builds of one era; a group it has none of (``tables.group``) and its collectives are the engine's.
 
     Examples
     --------

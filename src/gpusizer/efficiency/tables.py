@@ -54,20 +54,19 @@ def bundled() -> Table:
     """The bundled, fitted table (read and validated once per process)."""
     return load()
 
-def _specificity(entry: GroupEntry) -> tuple[int, int, int]:
-    return (entry.engine != ANY, entry.gpu_class != ANY, entry.format != ANY)
-
-
 def group(table: Table, engine: str, gpu_class: str, family: str) -> GroupEntry:
-    """The most specific group entry matching ``engine``, ``gpu_class`` and ``family``."""
+    """The most specific group entry matching ``engine``, ``gpu_class`` and ``family``: the engine class's own
+    entries first, then its engine's (``engine_family``: a build era ``llama.cpp@2024`` falls back to ``llama.cpp``),
+    then ``*``; within each, a named GPU class before ``*``, then a named format family before ``*``."""
+    engines = {engine: 2, engine_family(engine): 1, ANY: 0}
     matches = [
         g
         for g in table.groups
-        if g.engine in (engine, ANY) and g.gpu_class in (gpu_class, ANY) and g.format in (family, ANY)
+        if g.engine in engines and g.gpu_class in (gpu_class, ANY) and g.format in (family, ANY)
     ]
     if not matches:
         raise ValueError(f"no efficiency group matches {engine}/{gpu_class}/{family}; add a '*' default")
-    return max(matches, key=_specificity)
+    return max(matches, key=lambda g: (engines[g.engine], g.gpu_class != ANY, g.format != ANY))
 
 
 def resolve(table: Table, engine: str, gpu_class: str, family: str, fabric: str) -> Constants:
@@ -89,9 +88,8 @@ def resolve(table: Table, engine: str, gpu_class: str, family: str, fabric: str)
         raise ValueError(f"unknown engine {engine!r}; known: {', '.join(table.engines)}")
     if fabric not in table.fabrics:
         raise ValueError(f"unknown fabric {fabric!r}; known: {', '.join(table.fabrics)}")
-    groups = engine_family(key)  # an era class (ENGINE@ERA) reads its engine's groups
-    e, f, g = table.engines[key], table.fabrics[fabric], group(table, groups, gpu_class, family)
-    sixteen = group(table, groups, gpu_class, "16bit") if e.dequantize_above > 0 else g  # gpusizer.dequant
+    e, f, g = table.engines[key], table.fabrics[fabric], group(table, key, gpu_class, family)
+    sixteen = group(table, key, gpu_class, "16bit") if e.dequantize_above > 0 else g  # gpusizer.dequant
     return Constants(
         bandwidth=g.bandwidth,
         compute=g.compute,
