@@ -32,12 +32,13 @@ def test_single_stream_decode_median_error_at_most_15_percent():
     errors = [r.error for r in rows if r.case.use == "fit" and r.case.metric == "decode" and r.case.batch == 1]
     assert len(errors) >= 20
     assert np.median(np.abs(errors)) <= 0.15
-    # Issue 16's target: single-stream decode stays <= 8 %; measured 7.6 % over 50 rows, of which the 24 rows of
-    # 2025-26 llama.cpp builds (one model and GPU measured 167-222 tok/s across builds of three months) 8.3 %.
-    assert np.median(np.abs(errors)) <= 0.08
+    # Issue 16's target: single-stream decode stays <= 8 %; measured 6.2 % over 60 rows: the 26 rows of other
+    # engines and 2023-24 llama.cpp builds 5.1 % (as before the build eras), 20 rows of 2025 builds 8.2 % (one model
+    # and GPU measured 167-222 tok/s across three months of them), 14 rows of 2026 builds 4.4 %.
+    assert np.median(np.abs(errors)) <= 0.07
     earlier = [r.error for r in rows if r.case.use == "fit" and r.case.metric == "decode" and r.case.batch == 1
-               and r.case.engine != "llama.cpp"]
-    assert np.median(np.abs(earlier)) <= 0.06  # the other 26 rows: 5.1 %, as before the current llama.cpp class
+               and r.case.engine not in ("llama.cpp", "llama.cpp@2025")]
+    assert np.median(np.abs(earlier)) <= 0.06
 
 
 def test_no_measurement_beats_its_ceiling():
@@ -92,9 +93,10 @@ def test_leave_one_source_out_predicts_every_fitted_row_without_its_source():
     fitted = [r for r in validation.rows()[0] if r.case.use == "fit"]
     assert {r.case.id for r in fitted} == set(loso)
     assert all(r.loso_error is not None and math.isfinite(r.loso_error) for r in fitted)
-    # 3 calibration sources, 4 MLPerf v4.1 submitters (NVIDIA, Dell, AMD, Fujitsu) and 13 sources of 2025-26
-    # llama.cpp builds (6 pull requests, 4 commenters of discussion #15396, 3 benchmark pages): each held out whole
-    assert len(validation.by_source(fitted)) == 20
+    # 3 calibration sources, 4 MLPerf v4.1 submitters (NVIDIA, Dell, AMD, Fujitsu) and 16 sources of 2025-26
+    # llama.cpp builds (6 pull requests, 4 commenters of discussion #15396, 3 benchmark pages, 3 benchmark files of
+    # one repository at three commits): each held out whole
+    assert len(validation.by_source(fitted)) == 23
 
 
 def test_held_out_band_coverage_at_least_the_measured_floor():
@@ -181,9 +183,7 @@ def test_prefill_classes_partition_the_single_gpu_prefill_rows():
     assert stats["cold"]["holdout"][0] == 24 and stats["cold, CUDA"]["holdout"][0] == 18
     assert stats["cold"]["fit"][0] == 0  # the fit never sees a cold row
     # the issue-16 target (15 %), judged on the warm class the model predicts: held out 8.3 % over 12 rows,
-    # leave-one-out 13.6 % (2026-12-05)
+    # leave-one-out 14.7 %, leave-one-source-out 14.9 % (2026-12-05)
     assert stats["warm or not stated"]["holdout"][1] <= 15.0
     assert stats["warm or not stated"]["loo"][1] <= 15.0
-    # leave-one-source-out 18.6 % (13.9 % before the 17 prefill rows of 2025-26 llama.cpp builds: a fit without
-    # one of their sources leaves the current class's prefill at its priors)
-    assert stats["warm or not stated"]["loso"][1] <= 20.0
+    assert stats["warm or not stated"]["loso"][1] <= 15.0
