@@ -80,7 +80,8 @@ class Measurement(_Record):
     gpus: Annotated[int, Field(ge=1)] = 1
     """GPUs serving one replica. [-]"""
     engine: str = "vllm"
-    """Engine class: ``vllm``, ``sglang``, ``trtllm``, ``llama.cpp``, ``mlc`` or ``eager``."""
+    """Engine class: ``vllm``, ``sglang``, ``trtllm``, ``llama.cpp`` (2026 builds), ``llama.cpp@2025``,
+    ``llama.cpp@2024``, ``mlc`` or ``eager``."""
     weights: str | None = None
     """Weight precision (``gpusizer fit --weights`` names); ``None``: the checkpoint's."""
     expert_weights: str | None = None
