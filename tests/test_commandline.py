@@ -341,12 +341,13 @@ def test_equals_form_is_the_spaced_form(engine, data):
 
 
 def test_llama_cpp_gpus_from_tensor_split_and_split_mode():
-    # -ts entries above 0 are the GPUs; -sm row splits like tensor parallelism, -sm none uses one GPU
+    # -ts entries above 0 are the GPUs; -sm tensor (and the older -sm row) split like tensor parallelism, -sm none
+    # uses one GPU
     def layout(flags, gpus=None):
         p = predict(parse(f"llama-server -m llama-3.1-8b -c 4096 -np 1 {flags}"), "rtx-4090", gpus=gpus)
         return p.inputs["layout"]
 
-    assert layout("-ts 1,1") == "layer2" and layout("-ts 3,1 -sm row") == "tp2"
+    assert layout("-ts 1,1") == "layer2" and layout("-ts 3,1 -sm row") == "tp2" and layout("-sm tensor", 4) == "tp4"
     assert layout("-sm none", gpus=4) == "layer1" and layout("", gpus=2) == "layer2"
 
 

@@ -136,10 +136,10 @@ def test_fit_moves_constants_towards_data_and_stays_in_bounds():
             assert 0.2 <= g.bandwidth <= 0.95
 
 
-def test_an_era_class_has_its_own_constants_and_its_engines_collectives():
+def test_an_era_class_has_its_own_constants_and_collectives():
     # llama.cpp@2024 (builds before ggml-org/llama.cpp PR #8075) has its own fixed costs, kernel path and fitted
-    # groups; a group it lacks is llama.cpp's (efficiency.engine_family), and so are its collectives (the row
-    # split: 7 split products per Llama layer over 2 all-reduce sites = 3.5, data/interconnect.toml).
+    # groups; a group it lacks is llama.cpp's (efficiency.engine_family). The row split prices 7 split products per
+    # Llama layer over 2 all-reduce sites = 3.5 (data/interconnect.toml).
     table = efficiency.bundled()
     old, new = (efficiency.resolve(table, e, "gddr", "weight-only", "pcie-host")
                 for e in ("llama.cpp@2024", "llama.cpp"))
@@ -147,9 +147,11 @@ def test_an_era_class_has_its_own_constants_and_its_engines_collectives():
     assert efficiency.resolve(table, "llama.cpp@2024", "gddr", "fp4", "pcie").group == "llama.cpp/gddr/fp4"
     assert (old.dequantize_above, new.dequantize_above) == (32.0, 0.0)
     assert old.layer_seconds > new.layer_seconds  # fitted: before CUDA graphs and fusion, about 2x
+    # A tensor split is the row split for the 2024 and 2025 builds and -sm tensor (Megatron's all-reduces, no row
+    # split) for 2026 builds, which lost -sm row (ggml-org/llama.cpp PR #24216); layouts come from the engine.
     setups = [configuration.setup(catalog.model("llama-2-7b"), catalog.gpu("rtx-4090"), "q4_0", None, "fp16", 2, e,
-                                  "tensor", table) for e in ("llama.cpp@2024", "llama.cpp")]
-    assert [s.tp_row_split for s in setups] == [3.5, 3.5]
+                                  "tensor", table) for e in ("llama.cpp@2024", "llama.cpp@2025", "llama.cpp")]
+    assert [s.tp_row_split for s in setups] == [3.5, 3.5, 0.0]
 
 
 def test_expert_weights_of_a_case_reach_the_prediction():

@@ -426,8 +426,9 @@ def test_row_split_by_hand():
 def test_row_split_constants_match_their_sources():
     table = interconnect.bundled()
     # attn q, k, v, output and ffn gate, up, down: 7 split matrices per Llama layer, 2 all-reduce sites
-    assert table.engines["llama.cpp"].row_split_products == 7 / 2
-    assert all(e.row_split_products == 0 for name, e in table.engines.items() if name != "llama.cpp")
+    rows = ("llama.cpp@2024", "llama.cpp@2025")  # builds with -sm row; 2026 builds split with -sm tensor
+    assert all(table.engines[name].row_split_products == 7 / 2 for name in rows)
+    assert all(e.row_split_products == 0 for name, e in table.engines.items() if name not in rows)
     host = table.links["pcie-host"]
     # CUDA p2pBandwidthLatencyTest, P2P=Disabled: GPU latency 11.1-20.7 us off the diagonal (NVIDIA/nccl
     # #1127, NVIDIA/cuda-samples #230), CPU (issue) latency 5.8-6.8 us (cuda-samples #230)
@@ -443,7 +444,7 @@ def test_llama_cpp_row_split_over_pcie_without_p2p_loses_to_one_card():
     # 149.37 tok/s, on two 66.26, on six 38.19: the exchanges around 7 split matrices per layer cost more
     # than the halved weight traffic saves, and more with every GPU.
     def rate(n: int) -> float:
-        d = performance.speed("llama-2-7b", "rtx-4090", gpus=n, weights="q4_0", engine="llama.cpp",
+        d = performance.speed("llama-2-7b", "rtx-4090", gpus=n, weights="q4_0", engine="llama.cpp@2024",
                               layout="tp" if n > 1 else None, context=64, concurrency=1).decode
         return float(d.expected_tokens_per_second)
     one, two, six = rate(1), rate(2), rate(6)

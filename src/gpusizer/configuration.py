@@ -173,8 +173,10 @@ def _layout_fields(
         return fabrics[link.fabric].latency_seconds / fabrics[roles["main"].fabric].latency_seconds
 
     tp, ep, pp = roles["tp"], roles["ep"], roles["pp"]
-    custom, limit = interconnect.custom_allreduce(efficiency.engine_family(engine), tp, plan.tp)
-    collectives = interconnect.bundled().engines.get(efficiency.engine_family(engine))
+    engines, name = interconnect.bundled().engines, efficiency.engine_class(engine)
+    name = name if name in engines else efficiency.engine_family(name)  # an era class's own, else its engine's
+    custom, limit = interconnect.custom_allreduce(name, tp, plan.tp)
+    collectives = engines.get(name)
     row_split = float(collectives.row_split_products) if collectives and plan.tp > 1 else 0.0
     used = [f"tensor {tp.name}"] * (plan.tp > 1) + [f"expert {ep.name}"] * (plan.attention_dp > 1)
     used += [f"pipeline {pp.name}"] * (plan.pp > 1)

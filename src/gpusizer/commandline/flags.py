@@ -28,7 +28,8 @@ Sources (flag names, aliases and defaults read from the engines' code):
   model's; ``-np/--parallel`` "number of server slots (default: -1 = auto)", auto being 4 slots;
   ``-ngl/--gpu-layers/--n-gpu-layers``; ``-ctk/--cache-type-k`` and ``-ctv/--cache-type-v`` f16;
   ``-b/--batch-size`` 2048; ``-ub/--ubatch-size`` 512; ``--n-cpu-moe/-ncmoe``; ``--cpu-moe/-cmoe``;
-  ``-ts/--tensor-split``; ``-sm/--split-mode`` layer; ``-nkvo/--no-kv-offload``).
+  ``-ts/--tensor-split``; ``-sm/--split-mode`` layer (``tensor``: ggml-org/llama.cpp PR #19378; ``row`` until
+  PR #24216); ``-nkvo/--no-kv-offload``).
 """
 
 from __future__ import annotations

@@ -254,7 +254,9 @@ def _llama_inputs(s: dict[str, Any], record: catalog.Model, profile: engines.Eng
         visible = sum(1 for share in s["tensor_split"] if share > 0)
     if str(s.get("split_mode")) == "none":
         visible = 1
-    layout = f"tp{visible}" if str(s.get("split_mode")) == "row" else f"layer{visible}"
+    # -sm tensor (ggml-org/llama.cpp PR #19378) and the older -sm row split every weight: the llama.cpp class
+    # prices that as its tensor split (data/interconnect.toml)
+    layout = f"tp{visible}" if str(s.get("split_mode")) in ("row", "tensor") else f"layer{visible}"
     layers = str(s.get("gpu_layers", -1)).lower()
     on_gpu = None if layers in ("-1", "auto", "all") else _layers(layers)
     cpu_moe = record.num_layers if s.get("cpu_moe_all") else int(s.get("cpu_moe_layers") or 0)
