@@ -58,8 +58,10 @@ def test_resolve_takes_the_most_specific_group():
     assert efficiency.resolve(table, "llama.cpp", "gddr", "weight-only", "pcie").group == "llama.cpp/gddr/weight-only"
     assert efficiency.resolve(table, "vllm", "hbm", "16bit", "nvlink").group == "*/hbm/16bit"
     assert efficiency.resolve(table, "vllm", "hbm", "fp4", "nvlink").group == "*/*/fp4"
-    # no F16 row of a 2025-26 build on a GDDR card: the engine's prior group (the alias resolves first)
-    assert efficiency.resolve(table, "llama-cpp", "gddr", "16bit", "pcie").group == "llama.cpp/*/16bit"
+    # no F16 row of a 2025-26 build on an HBM card: the engine's prior group (the alias resolves first); on GDDR
+    # cards the 2026 class has its own (fitted to m540, an RTX 3090 BF16 prefill row of PR #24216)
+    assert efficiency.resolve(table, "llama-cpp", "hbm", "16bit", "pcie").group == "llama.cpp/*/16bit"
+    assert efficiency.resolve(table, "llama-cpp", "gddr", "16bit", "pcie").group == "llama.cpp/gddr/16bit"
     with pytest.raises(ValueError, match="known: vllm"):
         efficiency.resolve(table, "tgi", "hbm", "16bit", "nvlink")
 

@@ -34,7 +34,9 @@ def test_single_stream_decode_median_error_at_most_15_percent():
     assert np.median(np.abs(errors)) <= 0.15
     # Issue 16's target: single-stream decode stays <= 8 %; measured 6.2 % over 60 rows: the 26 rows of other
     # engines and 2023-24 llama.cpp builds 5.1 % (as before the build eras), 20 rows of 2025 builds 8.2 % (one model
-    # and GPU measured 167-222 tok/s across three months of them), 14 rows of 2026 builds 4.4 %.
+    # and GPU measured 167-222 tok/s across three months of them), 14 rows of 2026 builds 4.4 %. With the rows of the
+    # third session (vLLM on an RTX A6000, a 0.6B F16 and Apple M-series rows of 2025-26 builds): 5.5 % over 77 rows;
+    # other engines and 2023-24 builds 4.7 % (33), 2025 builds 9.1 % (25), 2026 builds 5.1 % (19).
     assert np.median(np.abs(errors)) <= 0.07
     earlier = [r.error for r in rows if r.case.use == "fit" and r.case.metric == "decode" and r.case.batch == 1
                and r.case.engine not in ("llama.cpp", "llama.cpp@2025")]
@@ -77,8 +79,10 @@ def test_serving_medians_are_finite_and_below_the_measured_baseline():
     # 13.1 %, server 11.5 %, ttft 77.7 %, tpot 76.3 %, aggregate 13.2 %; matched load TTFT 77.4 %, TPOT 72.6 %.
     # With the expert-GEMM efficiency (step.expert_compute_efficiency) and Mixtral m032/m036 in the fit (issue 15):
     # offline 6.8 %, server 10.3 %, ttft 75.7 %, tpot 76.3 %, aggregate 13.1 %; matched load TTFT 76.8 %,
-    # TPOT 69.8 %. Ceilings slightly above.
-    ceilings = {"offline_tok_s": 8, "server_tok_s": 12, "ttft_ms_median": 77, "tpot_ms_median": 78,
+    # TPOT 69.8 %. With the vLLM BF16/4-bit RTX A6000 rows in the fit (issue 16, third session; vLLM's fixed cost per
+    # layer 15.0 -> 13.7 us): offline 6.9 %, server 10.3 %, ttft 75.6 %, tpot 78.3 %, aggregate 13.1 %; matched load
+    # TTFT 76.7 %, TPOT 69.7 %. Ceilings slightly above.
+    ceilings = {"offline_tok_s": 8, "server_tok_s": 12, "ttft_ms_median": 77, "tpot_ms_median": 79,
                 "output_tok_s_aggregate": 14, "ttft_ms_median, matched load": 78, "tpot_ms_median, matched load": 72}
     stats = _serving().medians(_serving().rows()[0])
     assert set(stats) == set(ceilings)
@@ -93,10 +97,13 @@ def test_leave_one_source_out_predicts_every_fitted_row_without_its_source():
     fitted = [r for r in validation.rows()[0] if r.case.use == "fit"]
     assert {r.case.id for r in fitted} == set(loso)
     assert all(r.loso_error is not None and math.isfinite(r.loso_error) for r in fitted)
-    # 3 calibration sources, 4 MLPerf v4.1 submitters (NVIDIA, Dell, AMD, Fujitsu) and 16 sources of 2025-26
+    # 3 calibration sources, 4 MLPerf v4.1 submitters (NVIDIA, Dell, AMD, Fujitsu), 16 sources of 2025-26
     # llama.cpp builds (6 pull requests, 4 commenters of discussion #15396, 3 benchmark pages, 3 benchmark files of
-    # one repository at three commits): each held out whole
-    assert len(validation.by_source(fitted)) == 23
+    # one repository at three commits), and of the third session of 2026-12-05 Red Hat AI's vLLM model cards (one
+    # label for the seven rows of one campaign), 2 more pull requests (#16630, #24216) and 4 Apple M-series pages
+    # (geerlingguy/beowulf-ai-cluster issue #17, geerlingguy/ai-benchmarks' README at two commits, chenxigary's
+    # README): each held out whole
+    assert len(validation.by_source(fitted)) == 30
 
 
 def test_held_out_band_coverage_at_least_the_measured_floor():
