@@ -69,6 +69,9 @@ def test_p2p_and_alltoall_by_hand():
     ("gb200", 144, "scale-out", "nvlink", 50e9),
     ("a100-80gb-pcie", 2, "nvlink-bridge", "nvlink", 300e9),
     ("a100-80gb-pcie", 4, "pcie-p2p", "pcie", 16 * 1.969e9),   # PCIe 4.0 x16
+    ("rtx-3090", 2, "nvlink-bridge", "nvlink", 56.25e9),       # 112.5 GB/s bridge both directions / 2
+    ("rtx-3090:scale_up_domain=1", 2, "pcie-host", "pcie-host", 16 * 1.969e9),  # the same pair without the bridge
+    ("rtx-a6000:scale_up_domain=1", 2, "pcie-p2p", "pcie", 16 * 1.969e9),      # a pro card keeps peer access
     ("rtx-4090", 2, "pcie-host", "pcie-host", 16 * 1.969e9),   # GeForce: no peer-to-peer
     ("rtx-pro-6000-bw-server", 8, "pcie-p2p", "pcie", 16 * 3.938e9),  # PCIe 5.0 x16
     ("mi300x", 8, "mesh", "nvlink", 448e9),
