@@ -387,6 +387,10 @@ def test_multi_gpu_decode_error_is_reported_and_within_target():
     assert rows >= 27 and rows_median <= 20.0
     held, held_median, _ = stats["all"]["holdout"]
     assert held >= 46 and held_median <= 15.0
+    # Over PCIe alone (issue 16's 10 % target): 10.3 % over 71 held-out rows, 35 within 10 % (2026-12-05, third
+    # session; 11.4 % over 61 rows before it): the target is not met, and this keeps what was gained
+    pcie, pcie_median, _ = stats["all over PCIe"]["holdout"]
+    assert pcie >= 71 and pcie_median <= 10.5
     assert {"tp pcie-p2p", "tp pcie-host", "layer pcie-host"} <= set(stats)
     assert "Multi-GPU decode" in module.report(plot_name=None)
 
