@@ -194,9 +194,11 @@ def multi_gpu_decode(found: list[Row], by_link: bool = False) -> dict[str, dict[
     held out; keyed ``all`` and ``all over PCIe`` (the links of issue 16's target), and with ``by_link`` also by
     parallelism and link class (``_link``)."""
     decode = [r for r in found if r.case.metric in ("decode", "decode_aggregate") and r.case.gpus > 1]
-    out = {"all": _four_ways(decode), "all over PCIe": _four_ways([r for r in decode if "pcie" in _link(r.case)])}
-    for key in sorted({_link(r.case) for r in decode}) if by_link else []:
-        out[key] = _four_ways([r for r in decode if _link(r.case) == key])
+    links = [_link(r.case) for r in decode]
+    out = {"all": _four_ways(decode),
+           "all over PCIe": _four_ways([r for r, link in zip(decode, links, strict=True) if "pcie" in link])}
+    for key in sorted(set(links)) if by_link else []:
+        out[key] = _four_ways([r for r, link in zip(decode, links, strict=True) if link == key])
     return out
 
 
@@ -209,8 +211,9 @@ def pcie_decode_by_host(found: list[Row]) -> list[tuple[str, str, str, int, int,
     for r in found:
         if r.case.metric not in ("decode", "decode_aggregate"):
             continue
-        if r.case.gpus > 1 and "pcie" in _link(r.case):
-            groups[(_link(r.case), r.case.gpu, r.case.host or "not stated", r.case.gpus)].append(r.error)
+        link = _link(r.case) if r.case.gpus > 1 else ""
+        if "pcie" in link:
+            groups[(link, r.case.gpu, r.case.host or "not stated", r.case.gpus)].append(r.error)
         elif r.case.gpus == 1 and r.case.host:
             groups[("one GPU", r.case.gpu, r.case.host, 1)].append(r.error)
     return [(*key, len(v), 100 * float(np.median(v)), ape_stats(v)[1]) for key, v in sorted(groups.items())]
