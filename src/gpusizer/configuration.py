@@ -153,10 +153,25 @@ def _roles(device: catalog.GPU, plan: parallel.Layout, scale_out: float | None =
     return {"tp": tp, "ep": ep, "pp": pp, "main": main}
 
 
-def main_fabric(device: catalog.GPU, gpus: int, split: str | parallel.Layout = "tensor") -> tuple[str, float]:
-    """Fitted fabric and line rate per direction of the link that carries most of the layout's traffic."""
-    main = _roles(device, layout_plan(split, gpus))["main"]
-    return main.fabric, main.bandwidth
+def _collectives(engine: str) -> interconnect.EngineCollectives | None:
+    """The collective algorithms of an engine: its era class's own, else its engine's, else None."""
+    engines, name = interconnect.bundled().engines, efficiency.engine_class(engine)
+    return engines.get(name if name in engines else efficiency.engine_family(name))
+
+
+def main_fabric(
+    device: catalog.GPU, gpus: int, split: str | parallel.Layout = "tensor", engine: str | None = None
+) -> tuple[str, float]:
+    """Fitted fabric and line rate per direction of the link that carries most of the layout's traffic.
+
+    An ``engine`` whose tensor parallelism is a row split with its own base latency
+    (``interconnect.EngineCollectives.row_split_fabric``) takes that fabric, on any link.
+    """
+    plan = layout_plan(split, gpus)
+    main = _roles(device, plan)["main"]
+    collectives = _collectives(engine) if engine is not None and plan.tp > 1 else None
+    row = collectives.row_split_fabric if collectives and collectives.row_split_products else None
+    return row or main.fabric, main.bandwidth
 
 
 def _layout_fields(
@@ -165,25 +180,24 @@ def _layout_fields(
     """``Setup``'s layout fields for one GPU type, layout and engine (``interconnect`` constants)."""
     roles = _roles(device, plan, scale_out)
     fabrics = table.fabrics
+    base = fabrics[main_fabric(device, plan.gpus, plan, engine)[0]].latency_seconds
 
     def bus(link: interconnect.Link) -> float:
         return link.bandwidth * (link.bandwidth_fraction or fabrics[link.fabric].bandwidth_fraction)
 
     def ratio(link: interconnect.Link) -> float:
-        return fabrics[link.fabric].latency_seconds / fabrics[roles["main"].fabric].latency_seconds
+        return fabrics[link.fabric].latency_seconds / base
 
     tp, ep, pp = roles["tp"], roles["ep"], roles["pp"]
-    engines, name = interconnect.bundled().engines, efficiency.engine_class(engine)
-    name = name if name in engines else efficiency.engine_family(name)  # an era class's own, else its engine's
-    custom, limit = interconnect.custom_allreduce(name, tp, plan.tp)
-    collectives = engines.get(name)
+    collectives = _collectives(engine)
+    custom, limit = interconnect.custom_allreduce(collectives.name if collectives else engine, tp, plan.tp)
     row_split = float(collectives.row_split_products) if collectives and plan.tp > 1 else 0.0
     used = [f"tensor {tp.name}"] * (plan.tp > 1) + [f"expert {ep.name}"] * (plan.attention_dp > 1)
     used += [f"pipeline {pp.name}"] * (plan.pp > 1)
     return dict(
         tp=plan.tp, pp=plan.pp, ep=plan.ep, groups=plan.dp * plan.attention_dp, attention_dp=plan.attention_dp,
         sequential=plan.sequential, tp_bus=bus(tp), tp_hop=tp.copy_latency if row_split else tp.hop_latency,
-        tp_latency=ratio(tp), tp_custom=custom, custom_max_bytes=limit, tp_row_split=row_split,
+        tp_latency=1.0 if row_split else ratio(tp), tp_custom=custom, custom_max_bytes=limit, tp_row_split=row_split,
         tp_issue=tp.copy_issue,
         pp_bandwidth=bus(pp), pp_latency=ratio(pp), pp_hop=pp.hop_latency,
         ep_bandwidth=ep.bandwidth * (ep.alltoall_fraction or ep.bandwidth_fraction
@@ -251,12 +265,12 @@ def setups(
         native = used == p.compute or p.compute in ("bf16", "fp16", "fp32")
         name = efficiency.format_family(p.bits, p.compute, _weight_only(p, bool(k & 1), device), native)
         family[i, j, k] = families.setdefault(name, len(families))
-    fabric = np.empty((len(parts), len(plans)), dtype=np.intp)
-    link = np.empty(fabric.shape)
+    fabric = np.empty((len(names), len(parts), len(plans)), dtype=np.intp)
+    link = np.empty(fabric.shape[1:])
     fabrics: dict[str, int] = {}
-    for (j, device), (q, plan) in itertools.product(enumerate(parts), enumerate(plans)):
-        name, link[j, q] = main_fabric(device, plan.gpus, plan)
-        fabric[j, q] = fabrics.setdefault(name, len(fabrics))
+    for (a, name), (j, device), (q, plan) in itertools.product(enumerate(names), enumerate(parts), enumerate(plans)):
+        used, link[j, q] = main_fabric(device, plan.gpus, plan, name)
+        fabric[a, j, q] = fabrics.setdefault(used, len(fabrics))
     layout = _layout_columns(names, parts, plans, (e, g, n), table, scale_out)
     layout.update(_dequant_columns(models, parts, engine_constants, (m, g, e)))
     classes: dict[str, int] = {}
@@ -265,7 +279,7 @@ def setups(
     attention = np.asarray([[roofline.tensor_peak(d.dense, c)[0] for c in ("bf16", "fp8")] for d in parts])
     dense_peak = peak[unpack.column([formats[x.weights] for x in models], m), g, path.astype(np.intp)]
     group = family[unpack.column(main, m), g, path.astype(np.intp)]
-    keys = np.broadcast_arrays(e, gpu_class, group, fabric[g, n])
+    keys = np.broadcast_arrays(e, gpu_class, group, fabric[e, g, n])
     combos, inverse = np.unique(np.stack([k.ravel() for k in keys], axis=-1), axis=0, return_inverse=True)
     labels = list(classes), list(families), list(fabrics)
     resolved = [efficiency.resolve(table, names[a], labels[0][b], labels[1][c], labels[2][d]) for a, b, c, d in combos]
@@ -286,7 +300,7 @@ def setups(
         link_bandwidth=link[g, n],
         gpu_class=unpack.column(list(classes), gpu_class),
         family=unpack.column(list(families), group),
-        fabric=unpack.column(list(fabrics), fabric[g, n]),
+        fabric=unpack.column(list(fabrics), fabric[e, g, n]),
         published=np.isfinite(dense_peak),
         **layout,
     )

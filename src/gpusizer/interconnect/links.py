@@ -86,6 +86,9 @@ class EngineCollectives:
     row_split_products: float = 0.0
     """Tensor parallelism as a row split: split matrix products per all-reduce site whose outputs the
     main GPU gathers (``collectives.row_split_seconds``); 0: Megatron all-reduces. [-]"""
+    row_split_fabric: str | None = None
+    """Fitted fabric whose latency is the row split's base latency on every link (its event handshake and
+    launches are host work, not a collective library's); None: the tensor-parallel link's fabric."""
     source: tuple[str, ...] = ()
 
 
