@@ -16,6 +16,7 @@ from gpusizer import (
     architecture,
     catalog,
     configuration,
+    datafiles,
     efficiency,
     estimate,
     interconnect,
@@ -513,3 +514,23 @@ def test_llama_cpp_row_split_over_pcie_without_p2p_loses_to_one_card():
     vllm = performance.speed("llama-2-7b", "rtx-4090", gpus=2, weights="q4_0", engine="vllm", layout="tp",
                              context=64, concurrency=1).decode
     assert vllm.expected_tokens_per_second > two
+
+
+def test_every_calibration_case_prices_its_collectives_on_the_constants_fabric():
+    # measurement.predict builds a case's setup once from the priors and multiplies its latency ratios by the
+    # fitted latency of the constants' fabric; performance.speed builds the setup from the fitted table. The two
+    # agree while every active collective crosses that same fabric (ratio 1 under the fitted table, whose fabric
+    # latencies all differ). A calibration row whose roles cross different fabrics (a bridged pair with pipeline
+    # stages over PCIe) would need each role's latency resolved at predict time: this fails first.
+    table = efficiency.bundled()
+    assert len({f.latency_seconds for f in table.fabrics.values()}) == len(table.fabrics)
+    cases = efficiency.load_cases() + efficiency.load_cases(datafiles.bundled("calibration/holdout.csv"))
+    checked = 0
+    for case in (c for c in cases if c.use != "exclude" and c.gpus > 1):
+        record, device, w, e, kv = configuration.resolve(case.model, case.gpu, case.weights or None,
+                                                         case.expert_weights or None, case.kv_cache)
+        s = configuration.setup(record, device, w, e, kv, case.gpus, case.engine, case.split, table)
+        active = [(s.tp > 1, s.tp_latency), (s.pp > 1, s.pp_latency), (s.ep > 1, s.ep_latency)]
+        assert all(ratio == pytest.approx(1.0) for used, ratio in active if used), case.id
+        checked += 1
+    assert checked >= 90  # the multi-GPU rows of measurements.csv and holdout.csv
