@@ -170,8 +170,7 @@ def main_fabric(
     plan = layout_plan(split, gpus)
     main = _roles(device, plan)["main"]
     collectives = _collectives(engine) if engine is not None and plan.tp > 1 else None
-    row = collectives.row_split_fabric if collectives and collectives.row_split_products else None
-    return row or main.fabric, main.bandwidth
+    return (collectives and collectives.row_split_fabric) or main.fabric, main.bandwidth
 
 
 def _layout_fields(
